@@ -1,0 +1,40 @@
+# p4aqm — see README.md. Every target runs from a fresh clone.
+PYTHON ?= /usr/bin/python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+BUILD  ?= build
+P4SRC  := $(shell find p4src -name '*.p4')
+
+# Debian packages the project needs at run time (the P4 toolchain is separate: README).
+APT_PACKAGES := python3 python3-venv python3-dev python3-thrift iproute2 ethtool mininet iperf3 tcpdump
+
+.PHONY: setup build test clean
+
+## setup: install Debian packages and the Python environment, then build the P4 program
+setup:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); \
+	else \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); \
+	fi
+	$(PYTHON) -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@if $(PY) -c 'import sys; from control_plane import toolchain; sys.exit(toolchain.find("p4c") is None)'; then \
+	  $(MAKE) --no-print-directory build; \
+	else \
+	  echo "p4c not found: skipping 'make build' (see README, 'Installing p4c and BMv2')"; \
+	fi
+
+## build: compile p4src/ into $(BUILD)/ (BMv2 JSON, P4Info text and binary)
+build: $(BUILD)/p4aqm.json
+
+$(BUILD)/p4aqm.json: $(P4SRC) control_plane/build.py
+	$(PY) -m control_plane.build --out $(BUILD)
+
+## test: unit tests always; P4 tests when the toolchain is present (skips say why)
+test:
+	$(PY) -m pytest -v -ra
+
+clean:
+	rm -rf $(BUILD)

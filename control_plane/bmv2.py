@@ -1,0 +1,165 @@
+"""Running one simple_switch_grpc, and its Thrift runtime CLI (queue rate and depth).
+
+The switch runs inside a network namespace (BMv2's Thrift server binds every address of
+the namespace it is in, so it must never run in the host's), its P4Runtime server listens
+on a Unix socket in the run's folder, and it is stopped by its own PID.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from control_plane import toolchain
+from control_plane.dataplane import CPU_PORT
+
+LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
+
+
+class SwitchError(RuntimeError):
+    """The switch did not start, died, or refused a runtime command."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bmv2Config:
+    """interfaces: BMv2 port number -> interface name inside netns."""
+
+    netns: str
+    workdir: Path
+    interfaces: dict[int, str]
+    device_id: int = 1
+    thrift_port: int = 9090
+    cpu_port: int = CPU_PORT
+    log_level: str = "warn"
+    priority_queues: int = 1
+
+    @property
+    def grpc_socket(self) -> Path:
+        return self.workdir / "p4runtime.sock"
+
+    @property
+    def grpc_address(self) -> str:
+        return f"unix://{self.grpc_socket}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "bmv2.log"
+
+    def command(self) -> list[str]:
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {LOG_LEVELS}, got {self.log_level!r}")
+        cmd = [str(toolchain.require("simple_switch_grpc")), "--no-p4",
+               "--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port),
+               "--notifications-addr", f"ipc://{self.workdir / 'notifications.ipc'}",
+               "--log-level", self.log_level]
+        if self.log_level != "off":
+            cmd += ["--log-file", str(self.log_file.with_suffix("")), "--log-flush"]
+        for port, iface in sorted(self.interfaces.items()):
+            cmd += ["-i", f"{port}@{iface}"]
+        cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(self.cpu_port)]
+        if self.priority_queues != 1:
+            cmd += ["--priority-queues", str(self.priority_queues)]
+        return cmd
+
+
+@dataclass
+class Bmv2Switch:
+    """A simple_switch_grpc process we started; stop() ends exactly that process."""
+
+    config: Bmv2Config
+    process: subprocess.Popen | None = field(default=None, init=False)
+
+    def start(self, timeout: float = 15.0) -> None:
+        self.config.workdir.mkdir(parents=True, exist_ok=True)
+        self.config.grpc_socket.unlink(missing_ok=True)
+        stdout = open(self.config.workdir / "bmv2.stdout", "wb")
+        self.process = subprocess.Popen(
+            ["ip", "netns", "exec", self.config.netns, *self.config.command()],
+            stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True)
+        stdout.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SwitchError(f"simple_switch_grpc exited with {self.process.returncode}: "
+                                  f"{self._output_tail()}")
+            if self.config.grpc_socket.exists() and self._thrift_ready():
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise SwitchError(f"simple_switch_grpc not ready after {timeout} s: {self._output_tail()}")
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """SIGTERM, then SIGKILL, to our own process group (ip netns exec + the switch)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout)
+        self.process = None
+
+    def runtime_cli(self, commands: list[str], timeout: float = 30.0) -> str:
+        """Run commands through simple_switch_CLI (Thrift) inside the switch's namespace."""
+        result = subprocess.run(
+            ["ip", "netns", "exec", self.config.netns, *toolchain.cli_command(),
+             "--thrift-port", str(self.config.thrift_port)],
+            input="\n".join(commands) + "\n", capture_output=True, text=True,
+            timeout=timeout, env=toolchain.cli_environment())
+        output = result.stdout + result.stderr
+        failed = [line for line in output.splitlines()
+                  if "Error" in line or "Invalid" in line or "Traceback" in line]
+        if result.returncode != 0 or failed:
+            raise SwitchError(f"simple_switch_CLI {commands} failed: {failed or output[-500:]}")
+        return output
+
+    def set_queue(self, port: int, *, rate_pps: int | None = None,
+                  depth: int | None = None) -> None:
+        """Service rate (whole packets/s: BMv2 takes no fractions) and capacity (packets)
+        of one egress queue."""
+        commands = []
+        if depth is not None:
+            if depth < 1:
+                raise ValueError(f"queue depth must be >= 1 packet, got {depth}")
+            commands.append(f"set_queue_depth {depth} {port}")
+        if rate_pps is not None:
+            if not isinstance(rate_pps, int) or rate_pps < 1:
+                raise ValueError(f"queue rate must be a whole number >= 1 packet/s, got {rate_pps!r}")
+            commands.append(f"set_queue_rate {rate_pps} {port}")
+        if commands:
+            self.runtime_cli(commands)
+
+    def _thrift_ready(self) -> bool:
+        """Is the Thrift port listening in the switch's namespace? (`ip netns exec` execs
+        the switch, so /proc/<pid>/net shows that namespace's sockets.)"""
+        port_hex = f":{self.config.thrift_port:04X}"
+        for table in ("tcp", "tcp6"):
+            try:
+                lines = Path(f"/proc/{self.process.pid}/net/{table}").read_text().splitlines()
+            except OSError:
+                return False
+            for line in lines[1:]:
+                local, state = line.split()[1], line.split()[3]
+                if local.endswith(port_hex) and state == "0A":  # LISTEN
+                    return True
+        return False
+
+    def _output_tail(self) -> str:
+        text = ""
+        for path in (self.config.workdir / "bmv2.stdout", self.config.log_file):
+            if path.exists():
+                text += path.read_text(errors="replace")[-1500:]
+        return text.strip() or "(no output)"

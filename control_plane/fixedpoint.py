@@ -1,0 +1,92 @@
+"""The one place where physical values become the data plane's fixed point, and back.
+
+Formats (p4src/include/defines.p4 holds the same table):
+
+=======  =============================  ========  ==========================================
+name     value                          P4 type   used for
+=======  =============================  ========  ==========================================
+QPKT     packets * 2^16                 bit<32>   average queue, thresholds
+FRAC32   fraction * 2^32, 1.0 -> 2^32-1 bit<32>   wq, probabilities, decay factors, draws
+SLOPE    probability/packet * 2^32      bit<32>   pb = (slope * (avg - threshold)) >> 16
+USEC     microseconds                   bit<32>   timestamps, idle time, export interval
+PKTS     packets                        bit<32>   limit, count
+=======  =============================  ========  ==========================================
+
+Conversions round to nearest and raise FixedPointError for values the format cannot hold,
+so a bad parameter is refused before anything reaches the switch.
+"""
+
+from __future__ import annotations
+
+import math
+
+U32_MAX = 0xFFFF_FFFF
+QPKT_SHIFT = 16
+QPKT_ONE = 1 << QPKT_SHIFT
+QPKT_MAX = U32_MAX
+FRAC32_SCALE = 1 << 32
+FRAC32_ONE = U32_MAX
+# The data plane saturates the queue depth here before scaling it to QPKT.
+QDEPTH_MAX = 0xFFFF
+
+
+class FixedPointError(ValueError):
+    """A physical value that has no representation in its fixed-point format."""
+
+
+def _check_finite(name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise FixedPointError(f"{name} must be a finite number, got {value!r}")
+
+
+def to_qpkt(packets: float, name: str = "value") -> int:
+    """Packets (may be fractional) to QPKT."""
+    _check_finite(name, packets)
+    if packets < 0:
+        raise FixedPointError(f"{name} must be >= 0 packets, got {packets}")
+    raw = round(packets * QPKT_ONE)
+    if raw > QDEPTH_MAX * QPKT_ONE:
+        raise FixedPointError(f"{name} must be <= {QDEPTH_MAX} packets, got {packets}")
+    return raw
+
+
+def from_qpkt(raw: int) -> float:
+    return raw / QPKT_ONE
+
+
+def to_frac32(fraction: float, name: str = "value") -> int:
+    """A fraction in [0, 1] to FRAC32; 1.0 saturates to 2^32 - 1."""
+    _check_finite(name, fraction)
+    if not 0.0 <= fraction <= 1.0:
+        raise FixedPointError(f"{name} must be in [0, 1], got {fraction}")
+    return min(round(fraction * FRAC32_SCALE), FRAC32_ONE)
+
+
+def from_frac32(raw: int) -> float:
+    return raw / FRAC32_SCALE
+
+
+def to_slope(prob_per_packet: float, name: str = "slope") -> int:
+    """A probability gradient (per packet of average queue) to SLOPE, saturated at 2^32 - 1."""
+    _check_finite(name, prob_per_packet)
+    if prob_per_packet < 0:
+        raise FixedPointError(f"{name} must be >= 0, got {prob_per_packet}")
+    return min(round(prob_per_packet * FRAC32_SCALE), U32_MAX)
+
+
+def to_usec(seconds: float, name: str = "value") -> int:
+    _check_finite(name, seconds)
+    if seconds < 0:
+        raise FixedPointError(f"{name} must be >= 0 s, got {seconds}")
+    raw = round(seconds * 1e6)
+    if raw > U32_MAX:
+        raise FixedPointError(f"{name} must be < {U32_MAX / 1e6:.0f} s, got {seconds}")
+    return raw
+
+
+def to_pkts(packets: int, name: str = "value") -> int:
+    if isinstance(packets, bool) or not isinstance(packets, int):
+        raise FixedPointError(f"{name} must be a whole number of packets, got {packets!r}")
+    if not 0 <= packets <= U32_MAX:
+        raise FixedPointError(f"{name} must be in [0, {U32_MAX}] packets, got {packets}")
+    return packets

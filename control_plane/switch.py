@@ -1,0 +1,202 @@
+"""A P4Runtime session with one p4aqm switch, on finsy.
+
+finsy (https://github.com/byllyfish/finsy) is the P4Runtime client: it does the
+arbitration handshake, pipeline push, name-based entities, counter reads, PacketIn
+streams and reconnects, with its own protobuf bindings, so none of that plumbing lives
+here. This module adds what is p4aqm's own: AQM ports configured from validated
+PortConfig, routes, counters as dataclasses, and telemetry as TelemetryRecord.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Awaitable, Callable, Iterable
+
+import finsy as fy
+
+from control_plane import dataplane as dp
+from control_plane.aqm import ConfigError, PortConfig, PortProgram
+from control_plane.build import Artifacts
+from control_plane.golden import PortCounters
+from control_plane.telemetry import TelemetryRecord
+
+
+@dataclass
+class AqmSwitch:
+    """A P4Runtime session with one p4aqm switch.
+
+    Used as an async context manager it connects, becomes primary, pushes the pipeline
+    and installs the telemetry clone session. A long-running controller instead passes
+    on_ready and calls run(): finsy reconnects after a switch restart, re-pushes the
+    pipeline and calls on_ready, which re-installs what the controller holds.
+    """
+
+    address: str
+    artifacts: Artifacts
+    ports: Iterable[int]
+    device_id: int = 1
+    name: str = "p4aqm"
+    on_ready: Callable[["AqmSwitch"], Awaitable[None]] | None = None
+    _installed: dict[int, PortProgram] = field(default_factory=dict, init=False)
+    _epochs: dict[int, int] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.ports = frozenset(self.ports)
+        options = fy.SwitchOptions(
+            p4info=self.artifacts.p4info_txt,
+            p4blob=self.artifacts.bmv2_json,
+            p4force=True,
+            device_id=self.device_id,
+            ready_handler=self._ready if self.on_ready else None,
+        )
+        self.sw = fy.Switch(self.name, self.address, options)
+
+    async def __aenter__(self) -> "AqmSwitch":
+        await self.sw.__aenter__()
+        await self.install_base()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.sw.__aexit__(*exc)
+
+    async def run(self) -> None:
+        """Keep the session up (reconnecting) until cancelled."""
+        await self.sw.run()
+
+    async def _ready(self, _sw: fy.Switch) -> None:
+        await self.install_base()
+        assert self.on_ready is not None
+        await self.on_ready(self)
+
+    async def install_base(self) -> None:
+        """After a pipeline push: the tables are empty, install the clone session."""
+        self._installed.clear()
+        await self.sw.write([+fy.P4CloneSessionEntry(
+            dp.TELEMETRY_SESSION, replicas=[(dp.CPU_PORT, 1)])])
+
+    def installed(self, port: int) -> PortProgram | None:
+        return self._installed.get(port)
+
+    def epoch(self, port: int) -> int:
+        return self._epochs[port]
+
+    def check_port(self, port: int) -> None:
+        if port not in self.ports:
+            raise ConfigError(f"unknown port {port}: this switch has ports {sorted(self.ports)}")
+
+    async def configure_port(self, config: PortConfig, *, reset: bool = True) -> PortProgram:
+        """Validate everything, then write what differs from what the port runs.
+
+        reset=True starts a new epoch: the port's state restarts from zero and its PRNG from
+        the seed at the next packet. Nothing is written if any value is invalid.
+        """
+        self.check_port(config.port)
+        program = config.encode()
+        old = self._installed.get(config.port)
+        new_epoch = reset or old is None or (old.seed, old.bmv2_random) != (
+            program.seed, program.bmv2_random)
+        epoch = self._epochs.get(config.port, 0)
+        if new_epoch:
+            epoch = epoch % 0xFFFF + 1  # 16 bits, never 0 (the register's initial value)
+        updates = []
+        if old is None or old.aqm != program.aqm:
+            updates.append(self._aqm_update(program, installed=old is not None))
+        updates += self._decay_updates(program, old)
+        if new_epoch:
+            updates.append(self._epoch_update(program, epoch, installed=old is not None))
+        updates += self._telemetry_updates(program, old)
+        if updates:
+            await self.sw.write(updates)
+        self._installed[config.port] = program
+        self._epochs[config.port] = epoch
+        return program
+
+    async def add_route(self, prefix: str, port: int, src_mac: str, dst_mac: str) -> None:
+        self.check_port(port)
+        ipaddress.ip_network(prefix)
+        await self.sw.write([+fy.P4TableEntry(
+            dp.IPV4_LPM, match=fy.Match(dst_addr=prefix),
+            action=fy.Action("route", port=port, src_mac=src_mac, dst_mac=dst_mac))])
+
+    async def add_l2(self, mac: str, port: int) -> None:
+        self.check_port(port)
+        await self.sw.write([+fy.P4TableEntry(
+            dp.L2_EXACT, match=fy.Match(dst_addr=mac),
+            action=fy.Action("l2_forward", port=port))])
+
+    async def read_counters(self, port: int) -> PortCounters:
+        """The egress counters of one port (the golden model's PortCounters)."""
+        self.check_port(port)
+        values = {}
+        async for entry in self.sw.read(
+                [fy.P4CounterEntry(name, index=port) for name in dp.EGRESS_COUNTERS]):
+            values[self.sw.p4info.counters[entry.counter_id].alias] = entry
+        seen = values.pop("seen")
+        return PortCounters(seen_packets=seen.packet_count, seen_bytes=seen.byte_count,
+                            **{name: entry.packet_count for name, entry in values.items()})
+
+    async def read_enqueued(self, port: int) -> int:
+        """Packets the ingress handed to the port's queue."""
+        async for entry in self.sw.read(fy.P4CounterEntry(dp.ENQUEUED_COUNTER, index=port)):
+            return entry.packet_count
+        return 0
+
+    async def read_ingress_drops(self) -> dict[dp.IngressDrop, int]:
+        drops = {}
+        async for entry in self.sw.read(
+                [fy.P4CounterEntry(dp.INGRESS_DROPS_COUNTER, index=r) for r in dp.IngressDrop]):
+            drops[dp.IngressDrop(entry.index)] = entry.packet_count
+        return drops
+
+    async def read_aqm_entries(self) -> dict[int, fy.P4TableEntry]:
+        """The aqm_config entries the switch holds, by port."""
+        entries = {}
+        async for entry in self.sw.read(fy.P4TableEntry(dp.AQM_CONFIG)):
+            entries[int(entry.match_dict(self.sw.p4info)["port"])] = entry
+        return entries
+
+    async def telemetry(self, queue_size: int = 100_000) -> AsyncIterator[TelemetryRecord]:
+        async for packet in self.sw.read_packets(queue_size=queue_size):
+            yield TelemetryRecord.from_metadata(packet.metadata)
+
+    @staticmethod
+    def _aqm_update(program: PortProgram, installed: bool) -> fy.P4TableEntry:
+        entry = fy.P4TableEntry(dp.AQM_CONFIG, match=fy.Match(port=program.port),
+                                action=fy.Action(program.aqm.name, **program.aqm.params))
+        return ~entry if installed else +entry
+
+    @staticmethod
+    def _decay_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:
+        old_factors = old.decay.factors if old else ()
+        new_factors = program.decay.factors
+        updates = []
+        for bucket in range(max(len(old_factors), len(new_factors))):
+            entry = fy.P4TableEntry(dp.IDLE_DECAY, match=fy.Match(port=program.port, bucket=bucket))
+            if bucket >= len(new_factors):
+                updates.append(-entry)
+                continue
+            if bucket < len(old_factors) and old_factors[bucket] == new_factors[bucket]:
+                continue
+            entry.action = fy.Action("decay", decay_factor=new_factors[bucket])
+            updates.append(~entry if bucket < len(old_factors) else +entry)
+        return updates
+
+    @staticmethod
+    def _epoch_update(program: PortProgram, epoch: int, installed: bool) -> fy.P4TableEntry:
+        entry = fy.P4TableEntry(dp.PORT_EPOCH, match=fy.Match(port=program.port),
+                                action=fy.Action("set_epoch", epoch_id=epoch,
+                                                 prng_seed=program.seed,
+                                                 use_bmv2_random=int(program.bmv2_random)))
+        return ~entry if installed else +entry
+
+    @staticmethod
+    def _telemetry_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:
+        entry = fy.P4TableEntry(dp.TELEMETRY_CONFIG, match=fy.Match(port=program.port))
+        had = old is not None and old.telemetry_interval_us is not None
+        if old is not None and old.telemetry_interval_us == program.telemetry_interval_us:
+            return []
+        if program.telemetry_interval_us is None:
+            return [-entry] if had else []
+        entry.action = fy.Action("export", interval_us=program.telemetry_interval_us)
+        return [~entry if had else +entry]

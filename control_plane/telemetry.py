@@ -1,0 +1,59 @@
+"""Telemetry records: what the data plane exports per packet (telemetry_t in headers.p4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Mapping
+
+from control_plane import fixedpoint as fp
+from control_plane.dataplane import Ecn, Outcome, Region
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryRecord:
+    """One packet's AQM record, in data-plane integers (formats in fixedpoint.py)."""
+
+    port: int
+    epoch: int
+    pkt_seq: int
+    tele_seq: int
+    enq_ts: int         # USEC
+    deq_timedelta: int  # USEC
+    qdepth: int         # PKTS found on arrival
+    avg: int            # QPKT after this packet's update
+    prob: int           # FRAC32 base probability in force
+    count: int          # unmarked packets since the last mark, before this one
+    rnd: int            # FRAC32 draw
+    ip_id: int
+    region: int
+    outcome: int
+    ecn_in: int
+    ecn_out: int
+    pkt_len: int
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, int]) -> "TelemetryRecord":
+        """Build from PacketIn metadata; a missing field is an error, not a zero."""
+        missing = [f.name for f in fields(cls) if f.name not in metadata]
+        if missing:
+            raise ValueError(f"telemetry PacketIn lacks fields {missing}")
+        return cls(**{f.name: int(metadata[f.name]) for f in fields(cls)})
+
+    @property
+    def avg_packets(self) -> float:
+        return fp.from_qpkt(self.avg)
+
+    @property
+    def probability(self) -> float:
+        return fp.from_frac32(self.prob)
+
+    @property
+    def departure_ts(self) -> int:
+        return (self.enq_ts + self.deq_timedelta) & fp.U32_MAX
+
+    def describe(self) -> str:
+        return (
+            f"port {self.port} seq {self.pkt_seq} q={self.qdepth} avg={self.avg_packets:.3f} "
+            f"p={self.probability:.4f} count={self.count} {Region(self.region).name} "
+            f"{Outcome(self.outcome).name} {Ecn(self.ecn_in).name}->{Ecn(self.ecn_out).name}"
+        )

@@ -1,0 +1,84 @@
+#ifndef P4AQM_TELEMETRY_P4
+#define P4AQM_TELEMETRY_P4
+
+#include "../headers.p4"
+
+// Live AQM state reaches the controller as PacketIn: a packet due for export is cloned
+// (egress to egress) to TELEMETRY_SESSION, whose replica goes to CPU_PORT; the clone's
+// egress pass (TelemetryFormat) turns it into a bare telemetry header.
+control TelemetryExport(in port_t port,
+                        in bit<1> fresh,
+                        in standard_metadata_t std_meta,
+                        inout aqm_record_t rec) {
+
+    register<bit<32>>(PORT_SLOTS) tele_seq_reg;
+    register<usec_t>(PORT_SLOTS) last_export_reg;
+
+    usec_t interval = 0;
+
+    // interval_us = 0 exports every packet (conformance tests); otherwise at most one
+    // record per interval, on the first packet after it.
+    action export(usec_t interval_us) {
+        interval = interval_us;
+    }
+
+    table telemetry_config {
+        key = { port: exact @name("port"); }
+        actions = { export; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = PORT_SLOTS;
+    }
+
+    apply {
+        if (telemetry_config.apply().hit) {
+            bit<32> seq;
+            usec_t last;
+            tele_seq_reg.read(seq, (bit<32>)port);
+            last_export_reg.read(last, (bit<32>)port);
+            if (fresh == 1) {
+                seq = 0;
+            }
+            usec_t now = std_meta.enq_timestamp + std_meta.deq_timedelta;
+            if (seq == 0 || now - last >= interval) {
+                seq = seq + 1;
+                tele_seq_reg.write((bit<32>)port, seq);
+                last_export_reg.write((bit<32>)port, now);
+                rec.tele_seq = seq;
+                clone_preserving_field_list(CloneType.E2E, TELEMETRY_SESSION, FL_TELEMETRY);
+            }
+        }
+    }
+}
+
+control TelemetryFormat(inout headers_t hdr,
+                        in aqm_record_t rec) {
+    apply {
+        hdr.telemetry.setValid();
+        hdr.telemetry.port = rec.port;
+        hdr.telemetry.epoch = rec.epoch;
+        hdr.telemetry.pkt_seq = rec.pkt_seq;
+        hdr.telemetry.tele_seq = rec.tele_seq;
+        hdr.telemetry.enq_ts = rec.enq_ts;
+        hdr.telemetry.deq_timedelta = rec.deq_timedelta;
+        hdr.telemetry.qdepth = rec.qdepth;
+        hdr.telemetry.avg = rec.avg;
+        hdr.telemetry.prob = rec.prob;
+        hdr.telemetry.count = rec.count;
+        hdr.telemetry.rnd = rec.rnd;
+        hdr.telemetry.ip_id = rec.ip_id;
+        hdr.telemetry.region = rec.region;
+        hdr.telemetry.outcome = rec.outcome;
+        hdr.telemetry.ecn_in = rec.ecn_in;
+        hdr.telemetry.ecn_out = rec.ecn_out;
+        hdr.telemetry.pkt_len = rec.pkt_len;
+        hdr.ethernet.setInvalid();
+        hdr.ipv4.setInvalid();
+        hdr.ipv4_options.setInvalid();
+        hdr.tcp.setInvalid();
+        hdr.udp.setInvalid();
+        // Keep only the telemetry header: the PacketIn carries no payload.
+        truncate(TELEMETRY_BYTES);
+    }
+}
+
+#endif

@@ -1,0 +1,94 @@
+#ifndef P4AQM_VERDICT_P4
+#define P4AQM_VERDICT_P4
+
+#include "../headers.p4"
+
+// Carries out the marker's decision on the packet and counts every outcome per port.
+// ECN rules (RFC 3168; SPEC for MECN): Not-ECT is never marked, it is dropped where an
+// ECN-capable packet would be marked; CE never changes; a mark never lowers the level
+// already in the packet (ECT(0) < ECT(1) < CE).
+// Drop counters are exclusive: prob_drops + forced_drops + overflow_drops is every drop;
+// notect_drops counts the subset that were Not-ECT packets an ECN mode would have marked.
+control Verdict(in port_t port,
+                in aqm_params_t p,
+                in bit<8> region,
+                in bool fire,
+                in bit<19> qdepth,
+                inout headers_t hdr,
+                inout standard_metadata_t std_meta,
+                out bit<8> outcome,
+                out bit<8> ecn_in,
+                out bit<8> ecn_out) {
+
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) seen;
+    counter(PORT_SLOTS, CounterType.packets) prob_drops;
+    counter(PORT_SLOTS, CounterType.packets) forced_drops;
+    counter(PORT_SLOTS, CounterType.packets) overflow_drops;
+    counter(PORT_SLOTS, CounterType.packets) notect_drops;
+    counter(PORT_SLOTS, CounterType.packets) marks_incipient;
+    counter(PORT_SLOTS, CounterType.packets) marks_ce;
+
+    apply {
+        bit<32> index = (bit<32>)port;
+        seen.count(index);
+
+        bit<2> ecn = ECN_NOT_ECT;
+        if (hdr.ipv4.isValid()) {
+            ecn = hdr.ipv4.ecn;
+        }
+        ecn_in = (bit<8>)ecn;
+
+        bool forced = region == REGION_FORCED;
+        bool ecn_marks = p.ecn_mode == ECN_MODE_MARK_ALWAYS
+                         || (p.ecn_mode == ECN_MODE_MARK && !forced);
+        outcome = OUTCOME_PASS;
+        if (fire || forced) {
+            if (ecn_marks && ecn != ECN_NOT_ECT) {
+                outcome = OUTCOME_MARK;
+            } else if (forced) {
+                outcome = OUTCOME_FORCED_DROP;
+            } else {
+                outcome = OUTCOME_PROB_DROP;
+            }
+        }
+        if (p.enabled == 1 && (outcome == OUTCOME_PASS || outcome == OUTCOME_MARK)
+                && (bit<32>)qdepth >= p.limit) {
+            outcome = OUTCOME_OVERFLOW_DROP;
+        }
+
+        if (outcome == OUTCOME_MARK) {
+            bit<2> level = p.level_b;
+            if (region == REGION_A) {
+                level = p.level_a;
+            }
+            if (level == ECN_CE) {
+                hdr.ipv4.ecn = ECN_CE;
+                marks_ce.count(index);
+            } else {
+                if (ecn == ECN_ECT0) {
+                    hdr.ipv4.ecn = level;
+                }
+                marks_incipient.count(index);
+            }
+        } else if (outcome != OUTCOME_PASS) {
+            mark_to_drop(std_meta);
+            if (outcome == OUTCOME_PROB_DROP) {
+                prob_drops.count(index);
+            } else if (outcome == OUTCOME_FORCED_DROP) {
+                forced_drops.count(index);
+            } else {
+                overflow_drops.count(index);
+            }
+            if (ecn_marks && ecn == ECN_NOT_ECT && outcome != OUTCOME_OVERFLOW_DROP) {
+                notect_drops.count(index);
+            }
+        }
+
+        ecn_out = ecn_in;
+        if (hdr.ipv4.isValid()) {
+            ecn_out = (bit<8>)hdr.ipv4.ecn;
+        }
+    }
+}
+
+#endif

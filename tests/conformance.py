@@ -1,0 +1,139 @@
+"""Driving a controlled queue on a real switch and comparing it with the golden model.
+
+A run configures port 2's AQM with telemetry on every packet, slows port 2's queue with
+set_queue_rate, sends a paced pattern of UDP datagrams from port 1, and collects three
+things: the telemetry record of every packet, the frames that leave port 2, and port 2's
+counters. The golden model then replays the records' inputs (depth on arrival,
+timestamps, codepoint) and must reproduce every record, every delivered codepoint, every
+missing packet and every counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+
+from scapy.layers.inet import IP
+
+from control_plane.aqm import PortConfig, PortProgram
+from control_plane.dataplane import ECN_LEVEL, Ecn, Outcome
+from control_plane.golden import Arrival, PortCounters, PortModel
+from control_plane.switch import AqmSwitch
+from control_plane.telemetry import TelemetryRecord
+from topologies.testbed import Testbed
+from traffic import ECN_CYCLE, HOSTS, ipv4_header_checksum_ok, paced, send_paced, udp_packet
+
+PORT = 2
+RATE_PPS = 200
+# Far above every limit used here: BMv2 itself never tail-drops in these runs.
+QUEUE_DEPTH = 5000
+
+# Queue path at 200 pps service: up to ~40 packets, down to 0, idle, a smaller hump,
+# idle, then isolated packets that each find the queue empty (idle decay).
+PATTERN = (paced(240, 1.0) + paced(120, 0.5) + [(0, 0.3)] + paced(300, 0.2)
+           + [(0, 0.5)] + paced(40, 0.3))
+
+
+@dataclass
+class Run:
+    program: PortProgram
+    epoch: int
+    sent: dict[int, Ecn]              # ip id -> codepoint sent
+    records: list[TelemetryRecord]    # in egress order
+    received: dict[int, bytes]        # ip id -> IPv4 packet as it left port 2
+    counters: PortCounters
+
+
+async def run_pattern(switch: AqmSwitch, testbed: Testbed, config: PortConfig,
+                      steps=PATTERN, ecn_cycle=ECN_CYCLE) -> Run:
+    program = await switch.configure_port(config)
+    epoch = switch.epoch(config.port)
+    testbed.switch.set_queue(config.port, rate_pps=RATE_PPS, depth=QUEUE_DEPTH)
+    total = sum(burst for burst, _ in steps)
+    sent = {i: ecn_cycle[(i - 1) % len(ecn_cycle)] for i in range(1, total + 1)}
+    frames = [bytes(udp_packet(i, ecn)) for i, ecn in sent.items()]
+    rx = testbed.port(config.port)
+    rx.drain()
+    enqueued_before = await switch.read_enqueued(config.port)
+
+    records: list[TelemetryRecord] = []
+
+    async def collect() -> None:
+        async for rec in switch.telemetry():
+            if rec.port == config.port and rec.epoch == epoch:
+                records.append(rec)
+                if len(records) == total:
+                    return
+
+    collector = asyncio.create_task(collect())
+    await asyncio.sleep(0.2)  # the PacketIn subscription is in place
+    await asyncio.to_thread(send_paced, testbed.port(1), frames, steps)
+    frames_out = await asyncio.to_thread(rx.receive, quiet=1.0, limit=60.0, expect=total)
+    try:
+        await asyncio.wait_for(collector, timeout=15.0)
+    except asyncio.TimeoutError:
+        pass  # checked below: every packet must have its record
+    enqueued = await switch.read_enqueued(config.port) - enqueued_before
+    assert enqueued == total, f"BMv2 took in {enqueued} of {total} frames (lost before ingress)"
+    received = {}
+    for frame in frames_out:
+        ip = bytes(frame[14:])
+        received[int.from_bytes(ip[4:6], "big")] = ip
+    counters = await switch.read_counters(config.port)
+    return Run(program, epoch, sent, sorted(records, key=lambda r: r.pkt_seq), received,
+               counters)
+
+
+def replay(run: Run, use_switch_draws: bool = False) -> tuple[list[TelemetryRecord], PortModel]:
+    """The model's records for the same inputs (and, for BMv2's random(), the same draws)."""
+    model = PortModel(run.program, epoch=run.epoch)
+    expected = [model.process(Arrival.from_record(rec),
+                              rnd=rec.rnd if use_switch_draws else None)[0]
+                for rec in run.records]
+    return expected, model
+
+
+def check_against_model(run: Run, use_switch_draws: bool = False) -> list[TelemetryRecord]:
+    """Packet by packet: records, delivered frames and counters equal the model's."""
+    total = len(run.sent)
+    assert [r.pkt_seq for r in run.records] == list(range(1, total + 1)), \
+        f"telemetry incomplete: {len(run.records)} of {total} records"
+    assert [r.ip_id for r in run.records] == list(run.sent), "egress order differs from sending"
+    assert all(Ecn(r.ecn_in) == run.sent[r.ip_id] for r in run.records)
+
+    expected, model = replay(run, use_switch_draws)
+    for got, want in zip(run.records, expected):
+        assert got == want, f"switch: {got.describe()}\nmodel:  {want.describe()}"
+
+    delivered = {r.ip_id: r for r in expected if not Outcome(r.outcome).is_drop}
+    assert set(run.received) == set(delivered), (
+        f"missing {sorted(set(delivered) - set(run.received))[:10]}, "
+        f"unexpected {sorted(set(run.received) - set(delivered))[:10]}")
+    for ip_id, raw in run.received.items():
+        packet = IP(raw)
+        assert packet.tos & 3 == delivered[ip_id].ecn_out, f"ip id {ip_id}: wrong codepoint"
+        assert packet.tos >> 2 == 0 and packet.ttl == 63
+        assert ipv4_header_checksum_ok(raw), f"ip id {ip_id}: bad header checksum"
+        assert packet.dst == HOSTS[PORT].ip
+
+    assert run.counters == model.counters
+    return expected
+
+
+def check_ecn_rules(records: list[TelemetryRecord]) -> None:
+    """RFC 3168 / MECN: Not-ECT never marked, CE never changed, levels never lowered."""
+    for r in records:
+        before, after = Ecn(r.ecn_in), Ecn(r.ecn_out)
+        if before in (Ecn.NOT_ECT, Ecn.CE):
+            assert after == before, r.describe()
+        else:
+            assert ECN_LEVEL[after] >= ECN_LEVEL[before], r.describe()
+        if Outcome(r.outcome) == Outcome.MARK:
+            assert before != Ecn.NOT_ECT, r.describe()
+        elif Outcome(r.outcome) == Outcome.PASS:
+            assert after == before, r.describe()
+
+
+def tally(records: list[TelemetryRecord]) -> tuple[Counter, Counter]:
+    return Counter(r.region for r in records), Counter(r.outcome for r in records)

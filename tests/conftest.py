@@ -1,0 +1,76 @@
+"""Fixtures: the compiled program, a switch in namespaces, a P4Runtime session.
+
+P4 tests skip, each saying why, when p4c or simple_switch_grpc is missing (see
+control_plane/toolchain.py for where they are looked up) or when not run as root.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from control_plane import toolchain
+from control_plane.build import compile_program
+from control_plane.switch import AqmSwitch
+from topologies.testbed import Testbed
+from traffic import HOSTS
+
+# finsy logs every stream event at INFO.
+logging.getLogger("finsy").setLevel(logging.WARNING)
+
+
+def _version(tool: str, flag: str) -> str:
+    path = toolchain.find(tool)
+    if path is None:
+        return f"{tool}: missing"
+    out = subprocess.run([str(path), flag], capture_output=True, text=True)
+    return f"{tool}: {path} {(out.stdout or out.stderr).strip().splitlines()[0]}"
+
+
+def pytest_report_header(config):
+    try:
+        return [_version("p4c", "--version"), _version("simple_switch_grpc", "--version")]
+    except toolchain.ToolMissing as err:
+        return [f"toolchain: {err}"]
+
+
+def skip_reason_for_switch() -> str | None:
+    missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
+    if missing:
+        return f"needs the P4 toolchain: {missing}"
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces"
+    if shutil.which("ip") is None:
+        return "needs iproute2 (ip)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def artifacts(tmp_path_factory):
+    reason = toolchain.missing("p4c")
+    if reason:
+        pytest.skip(f"needs p4c: {reason}")
+    return compile_program(tmp_path_factory.mktemp("p4build"))
+
+
+@pytest.fixture
+def testbed(tmp_path, artifacts):
+    reason = skip_reason_for_switch()
+    if reason:
+        pytest.skip(reason)
+    level = os.environ.get("P4AQM_BMV2_LOG", "warn")
+    with Testbed(workdir=tmp_path / "switch", ports=tuple(HOSTS), log_level=level) as bed:
+        yield bed
+
+
+@pytest.fixture
+async def switch(testbed, artifacts):
+    """A primary P4Runtime session with routes between the hosts behind each port."""
+    async with AqmSwitch(testbed.switch.config.grpc_address, artifacts, testbed.ports) as sw:
+        for port, host in HOSTS.items():
+            await sw.add_route(f"{host.ip}/32", port, src_mac=host.gateway_mac, dst_mac=host.mac)
+        yield sw

@@ -1,0 +1,2 @@
+"""Where switches and hosts are wired together: bare network-namespace testbeds
+(conformance tests, benchmarks) and Mininet topologies (experiments)."""
