@@ -10,10 +10,11 @@ agree on what the switch runs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import ClassVar, Union
 
 from control_plane import fixedpoint as fp
+from control_plane.adaptation import auto_thresholds
 
 # Linux red.h, Floyd 1993 and seed 004 use wq = 0.002.
 DEFAULT_WQ = 0.002
@@ -282,3 +283,75 @@ class PortConfig:
             telemetry_interval_us=interval,
         )
 
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _automatic(cls: type[_Aqm], values: dict[str, str], link_pps: float) -> dict[str, str]:
+    """ARED / AMECN automatic mode: thresholds and wq from target_delay (s) and the link
+    rate (values pops target_delay)."""
+    derived = {"minth", "maxth", "wq"} | ({"midth"} if cls is Mecn else set())
+    clash = sorted(derived & set(values))
+    if clash:
+        raise ConfigError(f"target_delay sets {', '.join(sorted(derived))}; do not also give "
+                          f"{', '.join(clash)}")
+    if cls not in (Red, RedEcn, Ecnm, Mecn):
+        raise ConfigError(f"target_delay applies to red, red_ecn, ecnm and mecn, not {cls.action}")
+    text = values.pop("target_delay")
+    try:
+        rate = float(values.get("link_pps", link_pps))
+        auto = auto_thresholds(float(text), rate)
+    except ValueError as err:
+        raise ConfigError(f"target_delay {text!r}: {err}") from None
+    out = {"minth": repr(auto.minth), "maxth": repr(auto.maxth), "wq": repr(auto.wq)}
+    if cls is Mecn:
+        out["midth"] = repr(auto.midth)
+    return out
+
+
+def _parse(name: str, text: str, current: object) -> object:
+    """A CLI value for the field `name`, typed after the field's current value."""
+    try:
+        if name == "telemetry_interval":
+            return None if text.lower() in ("off", "none") else float(text)
+        if isinstance(current, bool):
+            if text.lower() not in _TRUE | _FALSE:
+                raise ValueError
+            return text.lower() in _TRUE
+        if isinstance(current, int) and name in ("limit", "seed", "port"):
+            return int(text)
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{name}: cannot read {text!r} as a value of this parameter") from None
+
+
+def change(config: PortConfig, algorithm: str | None = None,
+           values: dict[str, str] | None = None) -> PortConfig:
+    """A new, validated PortConfig: the algorithm (kept if None) and parameter changes given
+    as text in physical units (packets, probabilities, seconds). Parameters the new
+    algorithm shares with the old one carry over; unknown names are refused."""
+    values = dict(values or {})
+    cls = type(config.aqm)
+    if algorithm is not None:
+        if algorithm not in ALGORITHMS:
+            raise ConfigError(f"unknown algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
+        cls = ALGORITHMS[algorithm]
+    aqm_fields = {f.name: f for f in fields(cls)}
+    port_fields = {"link_pps", "seed", "bmv2_random", "telemetry_interval"}
+    if "target_delay" in values:
+        values.update(_automatic(cls, values, config.link_pps))
+    unknown = sorted(set(values) - set(aqm_fields) - port_fields)
+    if unknown:
+        raise ConfigError(f"unknown parameter {unknown[0]!r} for {cls.action}; known: "
+                          f"{', '.join(sorted(aqm_fields) + sorted(port_fields))}")
+    old = config.aqm
+    kwargs = {name: getattr(old, name) for name in aqm_fields if hasattr(old, name)}
+    defaults = cls()
+    for name, text in values.items():
+        if name in aqm_fields:
+            kwargs[name] = _parse(name, text, getattr(defaults, name))
+    port_kwargs = {name: _parse(name, text, getattr(config, name))
+                   for name, text in values.items() if name in port_fields}
+    new = replace(config, aqm=cls(**kwargs), **port_kwargs)
+    new.encode()
+    return new

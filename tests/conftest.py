@@ -12,6 +12,7 @@ import shutil
 import subprocess
 
 import pytest
+import pytest_asyncio
 
 from control_plane import toolchain
 from control_plane.build import compile_program
@@ -29,6 +30,13 @@ def _version(tool: str, flag: str) -> str:
         return f"{tool}: missing"
     out = subprocess.run([str(path), flag], capture_output=True, text=True)
     return f"{tool}: {path} {(out.stdout or out.stderr).strip().splitlines()[0]}"
+
+
+def pytest_collection_modifyitems(items):
+    """One event loop for the session: grpc's asyncio poller outlives a per-test loop."""
+    for item in items:
+        if pytest_asyncio.is_async_test(item):
+            item.add_marker(pytest.mark.asyncio(loop_scope="session"), append=False)
 
 
 def pytest_report_header(config):

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from control_plane.aqm import (ConfigError, DropTail, Ecnm, IdleDecay, Mecn, PortConfig, Red,
-                               RedEcn, port_seed)
+                               RedEcn, change, port_seed)
 
 
 @pytest.mark.parametrize("aqm, message", [
@@ -106,3 +106,37 @@ def test_idle_decay_table_tracks_the_exact_factor(wq, pps):
 def test_idle_decay_refuses_bad_packet_time():
     with pytest.raises(ConfigError, match="packet time"):
         IdleDecay.plan(0.002, 0.0)
+
+
+def test_change_keeps_shared_parameters_and_types_values():
+    base = PortConfig(port=2, aqm=Red(minth=4, maxth=12, maxp=0.2), link_pps=500.0)
+    new = change(base, "red_ecn", {"gentle": "on", "limit": "30", "telemetry_interval": "0.01"})
+    assert new.aqm == RedEcn(minth=4, maxth=12, maxp=0.2, gentle=True, limit=30)
+    assert new.telemetry_interval == 0.01 and new.link_pps == 500.0
+    assert change(new, None, {"telemetry_interval": "off"}).telemetry_interval is None
+    mecn = change(base, "mecn", {"midth": "8"})
+    assert (mecn.aqm.minth, mecn.aqm.midth, mecn.aqm.maxth) == (4, 8, 12)
+
+
+@pytest.mark.parametrize("algorithm, values, message", [
+    (None, {"minthh": "3"}, "unknown parameter 'minthh' for red"),
+    ("blue", {}, "unknown algorithm 'blue'"),
+    (None, {"maxp": "lots"}, "cannot read 'lots'"),
+    (None, {"gentle": "maybe"}, "gentle"),
+    (None, {"maxp": "1.5"}, "maxp must be in"),
+    (None, {"target_delay": "0.02", "maxth": "9"}, "do not also give maxth"),
+    ("droptail", {"target_delay": "0.02"}, "not droptail"),
+])
+def test_change_refuses_bad_input(algorithm, values, message):
+    with pytest.raises(ConfigError, match=message):
+        change(PortConfig(port=2, aqm=Red(), link_pps=500.0), algorithm, values)
+
+
+def test_automatic_mode_from_target_delay_and_link_rate():
+    """minth = d C / 2, maxth = 3 minth (midth = 2.25 minth), wq = 1 - exp(-1/C)."""
+    base = PortConfig(port=2, aqm=Red(), link_pps=1000.0)
+    red = change(base, "red_ecn", {"target_delay": "0.02"}).aqm
+    assert (red.minth, red.maxth) == (10.0, 30.0)
+    assert red.wq == pytest.approx(1 - math.exp(-1 / 1000))
+    mecn = change(base, "mecn", {"target_delay": "0.02", "link_pps": "2000"}).aqm
+    assert (mecn.minth, mecn.midth, mecn.maxth) == (20.0, 45.0, 60.0)

@@ -1,0 +1,127 @@
+"""The controller's local API: HTTP/JSON on a Unix socket (aiohttp server and client).
+
+A Unix socket keeps the API on this machine and under file permissions; aiohttp gives
+both ends, so there is no hand-written protocol.
+
+    GET  /state                  ports, configuration, counters, latest telemetry
+    POST /ports/{port}           {"algorithm": str|null, "values": {name: text}}
+    POST /ports/{port}/loop      {"kind": "ared"|"amecn"|null, "interval": s, "alpha_variant": ...}
+    GET  /events?since=N         change log
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+from control_plane.aqm import ConfigError
+from control_plane.controller import Controller, LoopSpec, SwitchUnavailable
+
+
+def default_socket() -> Path:
+    """$P4AQM_SOCKET, else $XDG_RUNTIME_DIR/p4aqm.sock, else /tmp/p4aqm-<uid>.sock."""
+    if os.environ.get("P4AQM_SOCKET"):
+        return Path(os.environ["P4AQM_SOCKET"])
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "p4aqm.sock"
+    return Path(f"/tmp/p4aqm-{os.getuid()}.sock")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def make_app(ctl: Controller) -> web.Application:
+    routes = web.RouteTableDef()
+
+    def port_of(request: web.Request) -> int:
+        try:
+            return int(request.match_info["port"])
+        except ValueError:
+            raise ConfigError(f"port must be a number, got {request.match_info['port']!r}")
+
+    @routes.get("/state")
+    async def state(_request: web.Request) -> web.Response:
+        if ctl.ready.is_set():
+            await ctl.refresh_counters()
+        return web.json_response(ctl.snapshot())
+
+    @routes.post("/ports/{port}")
+    async def set_port(request: web.Request) -> web.Response:
+        body = await request.json()
+        values = {str(k): str(v) for k, v in (body.get("values") or {}).items()}
+        config = await ctl.set_port(port_of(request), body.get("algorithm"), values)
+        return web.json_response({"algorithm": config.aqm.action, "params": vars(config.aqm)})
+
+    @routes.post("/ports/{port}/loop")
+    async def set_loop(request: web.Request) -> web.Response:
+        body = await request.json()
+        spec = None
+        if body.get("kind") is not None:
+            if body["kind"] not in ("ared", "amecn"):
+                raise ConfigError(f"loop must be ared, amecn or off, got {body['kind']!r}")
+            spec = LoopSpec(body["kind"], float(body.get("interval", 0.5)),
+                            body.get("alpha_variant", "fig3"))
+        await ctl.set_loop(port_of(request), spec)
+        return web.json_response({"loop": asdict(spec) if spec else None})
+
+    @routes.get("/events")
+    async def events(request: web.Request) -> web.Response:
+        since = int(request.query.get("since", 0))
+        return web.json_response([asdict(e) for e in ctl.events if e.seq > since])
+
+    @web.middleware
+    async def errors(request: web.Request, handler):
+        try:
+            return await handler(request)
+        except ConfigError as err:
+            return _error(400, str(err))
+        except SwitchUnavailable as err:
+            return _error(503, str(err))
+        except Exception as err:  # a P4Runtime error from the switch
+            return _error(502, f"{type(err).__name__}: {err}")
+
+    app = web.Application(middlewares=[errors])
+    app.add_routes(routes)
+    return app
+
+
+async def serve(ctl: Controller, path: Path) -> web.AppRunner:
+    path.unlink(missing_ok=True)
+    runner = web.AppRunner(make_app(ctl))
+    await runner.setup()
+    await web.UnixSite(runner, str(path)).start()
+    os.chmod(path, 0o600)
+    return runner
+
+
+class ApiError(RuntimeError):
+    """The controller refused a request or cannot be reached; str() is one clear line."""
+
+
+class ApiClient:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def request(self, method: str, url: str, body: dict | None = None):
+        return asyncio.run(self._request(method, url, body))
+
+    async def _request(self, method: str, url: str, body: dict | None):
+        if not self.path.exists():
+            raise ApiError(f"no controller at {self.path} (start one with 'aqmctl serve')")
+        try:
+            async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(str(self.path)),
+                                             timeout=aiohttp.ClientTimeout(total=30)) as s:
+                async with s.request(method, f"http://p4aqm{url}", json=body) as response:
+                    data = await response.json()
+                    if response.status != 200:
+                        raise ApiError(data.get("error", f"HTTP {response.status}"))
+                    return data
+        except aiohttp.ClientConnectionError as err:
+            raise ApiError(f"no controller answers at {self.path}: {err}") from None

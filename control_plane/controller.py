@@ -1,0 +1,328 @@
+"""The controller: one process that holds the switch's configuration, runs the adaptation
+loops from telemetry, survives switch restarts, and serves the CLI.
+
+Everything the switch runs is derived from ``Controller.ports`` (the desired state):
+the CLI and the loops change that state through ``set_port``; on every (re)connection
+the whole state is written again. So a threshold set from the CLI is the one a loop
+adapts from, and it survives a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import finsy as fy
+
+from control_plane import fixedpoint as fp
+from control_plane.adaptation import AlphaVariant, amecn_step, ared_step
+from control_plane.aqm import ConfigError, Ecnm, Mecn, PortConfig, Red, RedEcn, change
+from control_plane.build import Artifacts
+from control_plane.golden import PortCounters
+from control_plane.switch import AqmSwitch
+from control_plane.telemetry import TelemetryRecord
+
+LOG = logging.getLogger("p4aqm.controller")
+LoopKind = Literal["ared", "amecn"]
+# Telemetry interval a loop needs when the port has none configured.
+LOOP_TELEMETRY_INTERVAL = 0.01
+
+
+class SwitchUnavailable(RuntimeError):
+    """The switch is unreachable or its pipeline is not loaded (yet)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: str
+    port: int
+    src_mac: str
+    dst_mac: str
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    kind: LoopKind
+    interval: float = 0.5
+    alpha_variant: AlphaVariant = "fig3"
+
+    def check(self, config: PortConfig) -> None:
+        if not (isinstance(self.interval, (int, float)) and 0.001 <= self.interval <= 3600):
+            raise ConfigError(f"loop interval must be in [0.001, 3600] s, got {self.interval!r}")
+        if self.alpha_variant not in ("fig3", "eq4"):
+            raise ConfigError(f"alpha variant must be fig3 or eq4, got {self.alpha_variant!r}")
+        wanted = (Red, RedEcn, Ecnm) if self.kind == "ared" else (Mecn,)
+        if not isinstance(config.aqm, wanted):
+            raise ConfigError(f"{self.kind} adapts {' / '.join(c.action for c in wanted)}, "
+                              f"but port {config.port} runs {config.aqm.action}")
+        if self.kind == "amecn" and config.aqm.p1max <= 0:
+            raise ConfigError("amecn needs p1max > 0 (p2max follows it in proportion)")
+
+
+@dataclass
+class PortView:
+    """What the controller knows of one port, for the CLI."""
+
+    config: PortConfig
+    loop: LoopSpec | None = None
+    latest: TelemetryRecord | None = None
+    latest_at: float = 0.0          # time.monotonic() when `latest` arrived
+    records: int = 0
+    counters: PortCounters | None = None
+
+    def estimated_avg(self, now: float) -> float | None:
+        """The average now: the last record's, decayed as RED would over the time since
+        (the port may have gone idle, and then no packet brings a record)."""
+        if self.latest is None:
+            return None
+        idle = max(0.0, now - self.latest_at - 2 * (self.config.telemetry_interval or 0.0))
+        decay = (1 - self.config.aqm.wq) ** (idle * self.config.link_pps)
+        return self.latest.avg_packets * decay
+
+
+@dataclass(frozen=True)
+class Adaptation:
+    """One loop step: the average it saw (packets) and the probability before and after."""
+
+    port: int
+    kind: LoopKind
+    avg: float
+    pkt_seq: int
+    name: str
+    old: float
+    new: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    time: float
+    port: int | None
+    source: str      # "cli", "ared", "amecn", "switch"
+    message: str
+
+
+@dataclass
+class Controller:
+    address: str
+    artifacts: Artifacts
+    ports: dict[int, PortView]
+    routes: list[Route] = field(default_factory=list)
+    device_id: int = 1
+
+    def __post_init__(self) -> None:
+        self.switch = AqmSwitch(self.address, self.artifacts, self.ports, self.device_id,
+                                on_ready=self._on_ready)
+        self.ready = asyncio.Event()
+        self.events: deque[Event] = deque(maxlen=1000)
+        self._event_seq = 0
+        self._lock = asyncio.Lock()
+        self._loops: dict[int, asyncio.Task] = {}
+        self._tasks: list[asyncio.Task] = []
+        self.connections = 0
+        self.switch.sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
+
+    # ----- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(self.switch.run(), name="switch"),
+                       asyncio.create_task(self._consume_telemetry(), name="telemetry")]
+        for port, view in self.ports.items():
+            if view.loop:
+                self._start_loop(port)
+                self.log(port, view.loop.kind, f"started, every {view.loop.interval} s")
+
+    async def stop(self) -> None:
+        for task in [*self._loops.values(), *self._tasks]:
+            task.cancel()
+        await asyncio.gather(*self._loops.values(), *self._tasks, return_exceptions=True)
+        self._loops.clear()
+
+    async def _on_ready(self, switch: AqmSwitch) -> None:
+        """(Re)connected, pipeline pushed: write the whole configuration we hold."""
+        async with self._lock:
+            for route in self.routes:
+                await switch.add_route(route.prefix, route.port, route.src_mac, route.dst_mac)
+            for view in self.ports.values():
+                await switch.configure_port(self._with_loop_telemetry(view), reset=True)
+            self.connections += 1
+            what = "connected" if self.connections == 1 else "reconnected"
+            self.log(None, "switch", f"{what} to {self.address}: pipeline pushed, "
+                                     f"{len(self.routes)} routes and {len(self.ports)} ports "
+                                     "configured")
+            self.ready.set()
+
+    def _on_down(self, *_args) -> None:
+        if self.ready.is_set():
+            self.ready.clear()
+            self.log(None, "switch", f"lost {self.address}; reconnecting")
+
+    def log(self, port: int | None, source: str, message: str) -> None:
+        self._event_seq += 1
+        self.events.append(Event(self._event_seq, time.time(), port, source, message))
+        LOG.info("%s%s: %s", f"port {port} " if port is not None else "", source, message)
+
+    # ----- configuration ----------------------------------------------------------------
+
+    def view(self, port: int) -> PortView:
+        if port not in self.ports:
+            raise ConfigError(f"unknown port {port}: this switch has ports {sorted(self.ports)}")
+        return self.ports[port]
+
+    def _with_loop_telemetry(self, view: PortView) -> PortConfig:
+        """A port with a loop exports telemetry even if its configuration has none."""
+        if view.loop and view.config.telemetry_interval is None:
+            return replace(view.config, telemetry_interval=LOOP_TELEMETRY_INTERVAL)
+        return view.config
+
+    async def set_port(self, port: int, algorithm: str | None, values: dict[str, str],
+                       source: str = "cli", reason: str = "") -> PortConfig:
+        """Validate, write to the switch, and only then keep as the port's configuration."""
+        view = self.view(port)
+        new = change(view.config, algorithm, values)
+        if view.loop:
+            try:
+                view.loop.check(new)
+            except ConfigError as err:
+                raise ConfigError(f"{err}; stop the loop first ('aqmctl loop {port} off')")
+        await self._write(view, new, reset=algorithm is not None)
+        changes = " ".join(f"{k}={v}" for k, v in values.items())
+        self.log(port, source, reason or f"{algorithm or new.aqm.action} {changes}".strip())
+        return new
+
+    def require_switch(self) -> None:
+        if self.ready.is_set():
+            return
+        if self.switch.sw.is_up:
+            raise SwitchUnavailable(f"switch at {self.address}: pipeline not loaded yet "
+                                    "(the controller is pushing it); try again")
+        raise SwitchUnavailable(f"switch at {self.address} is unreachable; the controller "
+                                "keeps reconnecting")
+
+    async def _write(self, view: PortView, new: PortConfig, reset: bool) -> None:
+        self.require_switch()
+        async with self._lock:
+            old = view.config
+            view.config = new
+            try:
+                await self.switch.configure_port(self._with_loop_telemetry(view), reset=reset)
+            except Exception:
+                view.config = old
+                raise
+
+    async def set_loop(self, port: int, spec: LoopSpec | None, run: bool = True) -> None:
+        """Start (or with spec None stop) a port's loop; run=False leaves the stepping to
+        the caller (adapt_once), as the tests do."""
+        view = self.view(port)
+        if spec is not None:
+            spec.check(view.config)
+        old_task = self._loops.pop(port, None)
+        if old_task:
+            old_task.cancel()
+        view.loop = spec
+        if self.ready.is_set():
+            async with self._lock:
+                await self.switch.configure_port(self._with_loop_telemetry(view), reset=False)
+        if spec:
+            if run:
+                self._start_loop(port)
+            self.log(port, spec.kind, f"started, every {spec.interval} s")
+        else:
+            self.log(port, "cli", "loop stopped")
+
+    # ----- adaptation loops ---------------------------------------------------------------
+
+    def _start_loop(self, port: int) -> None:
+        self._loops[port] = asyncio.create_task(self._loop(port), name=f"loop-{port}")
+
+    async def _loop(self, port: int) -> None:
+        view = self.ports[port]
+        spec = view.loop
+        assert spec is not None
+        next_tick = time.monotonic() + spec.interval
+        while True:
+            await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
+            next_tick += spec.interval
+            try:
+                await self.adapt_once(port)
+            except (SwitchUnavailable, ConfigError) as err:
+                LOG.debug("port %s %s: %s", port, spec.kind, err)
+
+    async def adapt_once(self, port: int) -> "Adaptation | None":
+        """One step of the port's loop from the latest telemetry (None: no telemetry yet)."""
+        view = self.ports[port]
+        spec = view.loop
+        avg = view.estimated_avg(time.monotonic())
+        if spec is None or avg is None:
+            return None
+        cfg = view.config.aqm
+        seq = view.latest.pkt_seq if view.latest else 0
+        if spec.kind == "ared":
+            name, old = "maxp", cfg.maxp
+            step = ared_step(old, avg, cfg.minth, cfg.maxth)
+            values = {"maxp": repr(step.value)}
+        else:
+            name, old = "p1max", cfg.p1max
+            step = amecn_step(old, avg, cfg.minth, spec.alpha_variant)
+            # Our choice: the moderate curve keeps its ratio to the incipient one.
+            ratio = cfg.p2max / cfg.p1max
+            values = {"p1max": repr(step.value), "p2max": repr(min(1.0, ratio * step.value))}
+        done = Adaptation(port, spec.kind, avg, seq, name, old, step.value, step.reason)
+        if step.value != old:
+            await self.set_port(port, None, values, source=spec.kind,
+                                reason=f"{name} {old:.4f} -> {step.value:.4f}: {step.reason}, "
+                                       f"telemetry packet {seq}")
+        return done
+
+    # ----- telemetry and counters ---------------------------------------------------------
+
+    async def _consume_telemetry(self) -> None:
+        while True:
+            await self.ready.wait()
+            try:
+                async for rec in self.switch.telemetry():
+                    view = self.ports.get(rec.port)
+                    if view is not None:
+                        view.latest, view.latest_at = rec, time.monotonic()
+                        view.records += 1
+            except Exception as err:  # the stream ends with the connection
+                LOG.debug("telemetry stream ended: %s", err)
+                await asyncio.sleep(0.1)
+
+    async def refresh_counters(self) -> None:
+        self.require_switch()
+        for port, view in self.ports.items():
+            view.counters = await self.switch.read_counters(port)
+
+    def snapshot(self) -> dict:
+        """The state the CLI shows, as JSON-ready data in physical units."""
+        now = time.monotonic()
+        ports = {}
+        for port, view in self.ports.items():
+            cfg = view.config
+            rec = view.latest
+            ports[port] = {
+                "algorithm": cfg.aqm.action,
+                "params": {k: v for k, v in vars(cfg.aqm).items()},
+                "link_pps": cfg.link_pps,
+                "seed": cfg.seed,
+                "bmv2_random": cfg.bmv2_random,
+                "telemetry_interval": cfg.telemetry_interval,
+                "loop": vars(view.loop) if view.loop else None,
+                "counters": vars(view.counters) if view.counters else None,
+                "telemetry": None if rec is None else {
+                    "age": now - view.latest_at,
+                    "avg": rec.avg_packets,
+                    "avg_now": view.estimated_avg(now),
+                    "qdepth": rec.qdepth,
+                    "prob": fp.from_frac32(rec.prob),
+                    "records": view.records,
+                },
+            }
+        return {"address": self.address, "connected": self.ready.is_set(),
+                "connections": self.connections, "ports": ports}

@@ -1,0 +1,56 @@
+"""ARED and AMECN adaptation steps and automatic parameters against the SPEC's formulas."""
+
+import math
+
+import pytest
+
+from control_plane.adaptation import (amecn_step, ared_band, ared_step, auto_thresholds,
+                                      auto_wq)
+
+
+def test_ared_band():
+    assert ared_band(5, 15) == pytest.approx((9.0, 11.0))
+
+
+@pytest.mark.parametrize("maxp, avg, want", [
+    (0.1, 12.0, 0.11),            # above: + min(0.01, maxp / 4)
+    (0.02, 12.0, 0.025),          # above, small maxp: + maxp / 4
+    (0.5, 12.0, 0.5),             # above, at the ceiling: stays in bounds
+    (0.1, 8.0, 0.09),             # below: * 0.9
+    (0.0105, 8.0, 0.01),          # below, near the floor: clamped at 0.01
+    (0.1, 10.0, 0.1),             # inside the band: hold
+])
+def test_ared_step(maxp, avg, want):
+    step = ared_step(maxp, avg, minth=5, maxth=15)
+    assert step.value == pytest.approx(want)
+    assert 0.01 <= step.value <= 0.5
+    if step.value != maxp:
+        assert step.reason != "hold"
+
+
+@pytest.mark.parametrize("pmax, avg, variant, want", [
+    (0.1, 15.0, "fig3", 0.1 + 0.25 * (5 / 10) * 0.1),
+    (0.1, 15.0, "eq4", 0.1 + 0.25 * 0.17 * (5 / 10) * 0.1),
+    (0.1, 7.5, "fig3", 0.1 * (1 - 0.17 * 2.5 / 5)),
+    (0.1, 5.0, "fig3", 0.1 * 0.83),        # avg at minth: beta = 0.83
+    (0.1, 10.0, "fig3", 0.1),               # at target: hold
+    (0.49, 30.0, "fig3", 0.5),              # ceiling
+    (0.0101, 0.0, "fig3", 0.01),            # floor
+])
+def test_amecn_step(pmax, avg, variant, want):
+    step = amecn_step(pmax, avg, minth=5, alpha_variant=variant)
+    assert step.value == pytest.approx(want)
+    assert 0.01 <= step.value <= 0.5
+
+
+def test_auto_parameters():
+    assert auto_wq(1000) == pytest.approx(1 - math.exp(-1 / 1000))
+    t = auto_thresholds(target_delay=0.02, link_pps=1000)
+    assert (t.minth, t.midth, t.maxth) == pytest.approx((10, 22.5, 30))
+    # The target queue 2 minth drains in the target delay.
+    assert 2 * t.minth / 1000 == pytest.approx(0.02)
+    assert auto_thresholds(0.001, 1000).minth == 5.0
+    with pytest.raises(ValueError):
+        auto_thresholds(0, 1000)
+    with pytest.raises(ValueError):
+        auto_wq(0)

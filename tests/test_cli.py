@@ -1,0 +1,182 @@
+"""aqmctl end to end: a real `aqmctl serve` process on a real switch, driven by the
+installed command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import finsy as fy
+import pytest
+
+from traffic import HOSTS, paced, send_paced, udp_packet
+from control_plane import fixedpoint as fp
+from control_plane.dataplane import Ecn
+
+pytestmark = [pytest.mark.p4, pytest.mark.root]
+AQMCTL = str(Path(sys.executable).parent / "aqmctl")
+PORT = 2
+
+
+def aqmctl(sock: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([AQMCTL, "--socket", str(sock), *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def state(sock: Path) -> dict:
+    result = aqmctl(sock, "show", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def wait_connected(sock: Path, connections: int, limit: float = 30.0) -> dict:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        result = aqmctl(sock, "show", "--json")
+        if result.returncode == 0:
+            data = json.loads(result.stdout)
+            if data["connected"] and data["connections"] >= connections:
+                return data
+        time.sleep(0.3)
+    raise AssertionError(f"controller not connected ({connections}) after {limit} s")
+
+
+def one_error_line(result: subprocess.CompletedProcess, text: str) -> None:
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aqmctl: error:"), result.stderr
+    assert text in lines[0], lines[0]
+
+
+@pytest.fixture
+def served(testbed, artifacts, tmp_path):
+    config = tmp_path / "aqm.toml"
+    routes = "".join(
+        f'[[route]]\nprefix = "{h.ip}/32"\nport = {p}\nsrc_mac = "{h.gateway_mac}"\n'
+        f'dst_mac = "{h.mac}"\n' for p, h in HOSTS.items())
+    config.write_text(f'''switch = "{testbed.switch.config.grpc_address}"
+build = "{artifacts.bmv2_json.parent}"
+[[port]]
+port = 1
+link_pps = 200
+[[port]]
+port = {PORT}
+link_pps = 200
+algorithm = "red_ecn"
+minth = 5
+maxth = 15
+maxp = 0.1
+wq = 0.05
+limit = 2000
+telemetry_interval = 0.01
+{routes}''')
+    sock = tmp_path / "aqm.sock"
+    log = open(tmp_path / "aqmctl-serve.log", "w")
+    proc = subprocess.Popen([AQMCTL, "--socket", str(sock), "serve", str(config)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_connected(sock, 1)
+        testbed.switch.set_queue(PORT, rate_pps=200, depth=5000)
+        yield sock
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+def traffic(testbed, rate: float, seconds: float) -> None:
+    steps = paced(rate, seconds)
+    frames = [bytes(udp_packet(i + 1, Ecn.ECT0)) for i in range(sum(b for b, _ in steps))]
+    send_paced(testbed.port(1), frames, steps)
+
+
+def test_every_subcommand_has_help():
+    for sub in ([], ["serve"], ["show"], ["set"], ["loop"], ["watch"], ["events"]):
+        result = subprocess.run([AQMCTL, *sub, "--help"], capture_output=True, text=True)
+        assert result.returncode == 0 and "Usage:" in result.stdout, sub
+
+
+def test_set_show_watch(served, testbed):
+    result = aqmctl(served, "set", str(PORT), "mecn", "minth=4", "midth=8", "maxth=12",
+                    "p1max=0.2", "p2max=0.3")
+    assert result.returncode == 0, result.stderr
+    assert "port 2: mecn" in result.stdout and "midth=8.0" in result.stdout
+
+    params = state(served)["ports"][str(PORT)]["params"]
+    assert state(served)["ports"][str(PORT)]["algorithm"] == "mecn"
+    assert (params["minth"], params["midth"], params["maxth"]) == (4.0, 8.0, 12.0)
+
+    traffic(testbed, 300, 2.0)
+    shown = aqmctl(served, "show", str(PORT))
+    assert shown.returncode == 0 and "mecn" in shown.stdout and "p1max=0.2" in shown.stdout
+    counters = state(served)["ports"][str(PORT)]["counters"]
+    assert counters["seen_packets"] >= 500
+    assert counters["marks_incipient"] + counters["marks_ce"] > 0
+
+    result = aqmctl(served, "set", str(PORT), "maxth=14")    # keeps the algorithm
+    assert result.returncode == 0 and "port 2: mecn" in result.stdout
+
+    watch = aqmctl(served, "watch", "--once", "--period", "0.5")
+    assert watch.returncode == 0, watch.stderr
+    assert "pkts/s" in watch.stdout and "mecn" in watch.stdout
+
+    events = aqmctl(served, "events")
+    assert "cli: mecn minth=4" in events.stdout
+
+
+def test_bad_input_gets_one_clear_line(served, testbed, tmp_path):
+    one_error_line(aqmctl(served, "set", "7", "maxp=0.1"), "unknown port 7")
+    one_error_line(aqmctl(served, "show", "7"), "unknown port 7")
+    one_error_line(aqmctl(served, "set", str(PORT), "minthh=3"), "unknown parameter 'minthh'")
+    one_error_line(aqmctl(served, "set", str(PORT), "maxp=1.5"), "maxp must be in (0, 1]")
+    one_error_line(aqmctl(served, "set", str(PORT), "minth=20"), "minth (20.0) must be below")
+    one_error_line(aqmctl(served, "set", str(PORT), "maxp"), "malformed setting")
+    one_error_line(aqmctl(served, "set", str(PORT), "blue"), "unknown algorithm 'blue'")
+    one_error_line(aqmctl(served, "loop", str(PORT), "amecn"), "amecn adapts mecn")
+    one_error_line(aqmctl(tmp_path / "none.sock", "show"), "no controller at")
+    # Nothing of the refused commands reached the switch or the configuration.
+    assert state(served)["ports"][str(PORT)]["params"]["maxp"] == 0.1
+    testbed.switch.stop()
+    time.sleep(1.0)
+    one_error_line(aqmctl(served, "set", str(PORT), "maxp=0.2"), "unreachable")
+
+
+async def switch_aqm_params(testbed, artifacts, port: int) -> dict[str, int]:
+    """aqm_config as the switch holds it, read by a backup P4Runtime client."""
+    options = fy.SwitchOptions(p4info=artifacts.p4info_txt, initial_election_id=5)
+    async with fy.Switch("reader", testbed.switch.config.grpc_address, options) as sw:
+        async for entry in sw.read(fy.P4TableEntry("aqm_config", match=fy.Match(port=port))):
+            return {k: int(v) for k, v in entry.action.args.items()}
+    raise AssertionError("no aqm_config entry")
+
+
+async def test_loop_and_cli_survive_a_switch_restart(served, testbed, artifacts):
+    assert aqmctl(served, "loop", str(PORT), "ared", "--interval", "0.2").returncode == 0
+    traffic(testbed, 320, 1.0)
+    # A value set from the CLI is the one the loop adapts from.
+    assert aqmctl(served, "set", str(PORT), "maxp=0.3").returncode == 0
+    traffic(testbed, 320, 1.5)
+    events = aqmctl(served, "events").stdout
+    assert "maxp 0.3000 ->" in events, events
+
+    testbed.switch.stop()            # killed mid-loop
+    time.sleep(1.0)
+    testbed.switch.start()
+    wait_connected(served, 2)
+    testbed.switch.set_queue(PORT, rate_pps=200, depth=5000)
+    traffic(testbed, 320, 1.5)
+    # The loop kept running: it stepped again after the reconnection.
+    events = aqmctl(served, "events").stdout.splitlines()
+    reconnected = next(i for i, line in enumerate(events) if "reconnected" in line)
+    assert any("ared:" in line and "maxp" in line for line in events[reconnected:]), events
+
+    # Stopped, the configuration the controller holds is exactly what the switch runs.
+    assert aqmctl(served, "loop", str(PORT), "off").returncode == 0
+    port = state(served)["ports"][str(PORT)]
+    assert port["algorithm"] == "red_ecn" and port["counters"]["seen_packets"] > 0
+    on_switch = await switch_aqm_params(testbed, artifacts, PORT)
+    assert on_switch["maxp"] == fp.to_frac32(port["params"]["maxp"])
+    assert on_switch["minth"] == fp.to_qpkt(port["params"]["minth"])

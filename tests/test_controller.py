@@ -1,0 +1,172 @@
+"""The controller on a real switch: adaptation loops from telemetry, telemetry at a
+configured rate, and a switch restart in the middle of a loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import finsy as fy
+import pytest
+
+from control_plane import fixedpoint as fp
+from control_plane.adaptation import amecn_step, ared_step
+from control_plane.aqm import DropTail, Mecn, PortConfig, Red
+from control_plane.controller import Controller, LoopSpec, PortView, Route
+from control_plane.golden import Arrival, PortModel
+from traffic import HOSTS, paced, send_paced, udp_packet
+from control_plane.dataplane import Ecn
+
+pytestmark = [pytest.mark.p4, pytest.mark.root]
+PORT, RATE = 2, 200
+
+
+def routes() -> list[Route]:
+    return [Route(f"{h.ip}/32", p, h.gateway_mac, h.mac) for p, h in HOSTS.items()]
+
+
+@pytest.fixture
+async def make_controller(testbed, artifacts):
+    started = []
+
+    async def make(aqm, telemetry_interval=0.01) -> Controller:
+        ports = {1: PortView(PortConfig(port=1, aqm=DropTail(), link_pps=RATE)),
+                 PORT: PortView(PortConfig(port=PORT, aqm=aqm, link_pps=RATE,
+                                           telemetry_interval=telemetry_interval))}
+        ctl = Controller(testbed.switch.config.grpc_address, artifacts, ports, routes())
+        await ctl.start()
+        started.append(ctl)
+        await asyncio.wait_for(ctl.ready.wait(), 15)
+        testbed.switch.set_queue(PORT, rate_pps=RATE, depth=5000)
+        return ctl
+
+    yield make
+    for ctl in started:
+        await ctl.stop()
+
+
+def load(testbed, rate_pps: float, seconds: float) -> asyncio.Task:
+    """UDP from port 1 to port 2 at a steady rate, in the background (bounded)."""
+    steps = paced(rate_pps, seconds)
+    frames = [bytes(udp_packet(i % 60000 + 1, Ecn.ECT0))
+              for i in range(sum(b for b, _ in steps))]
+    return asyncio.create_task(asyncio.to_thread(send_paced, testbed.port(1), frames, steps))
+
+
+async def table_params(ctl: Controller, port: int) -> tuple[str, dict[str, int]]:
+    async for entry in ctl.switch.sw.read(fy.P4TableEntry("aqm_config", match=fy.Match(port=port))):
+        action = entry.action
+        return action.name, {k: int(v) for k, v in action.args.items()}
+    raise AssertionError("no aqm_config entry")
+
+
+async def run_steps(ctl: Controller, kind: str, steps: int) -> list:
+    seen = []
+    for _ in range(steps):
+        await asyncio.sleep(0.5)
+        step = await ctl.adapt_once(PORT)
+        assert step is not None, "no telemetry reached the controller"
+        seen.append((step, await table_params(ctl, PORT)))
+    return seen
+
+
+async def test_ared_moves_maxp_by_the_formula_and_stays_in_bounds(make_controller, testbed):
+    ctl = await make_controller(Red(minth=5, maxth=15, maxp=0.1, wq=0.05, limit=2000))
+    await ctl.set_loop(PORT, LoopSpec("ared"), run=False)
+    overload = load(testbed, 260, 3.5)     # the queue grows by 60 packets/s
+    up = await run_steps(ctl, "ared", 6)
+    await overload
+    await asyncio.sleep(2.5)               # the queue drains; the average decays
+    down = await run_steps(ctl, "ared", 4)
+    for step, (action, params) in up + down:
+        assert step.new == ared_step(step.old, step.avg, 5, 15).value
+        assert 0.01 <= step.new <= 0.5
+        assert action == "red" and params["maxp"] == fp.to_frac32(step.new)
+    assert any(s.new > s.old for s, _ in up) and all(s.new >= s.old for s, _ in up[2:])
+    assert up[-1][0].new == 0.5 or up[-1][0].new > 0.15
+    assert all(s.new < s.old for s, _ in down), [(s.avg, s.old, s.new) for s, _ in down]
+    assert [e for e in ctl.events if e.source == "ared" and "telemetry packet" in e.message]
+
+
+async def test_amecn_moves_pmax_by_the_formula_and_p2max_follows(make_controller, testbed):
+    ctl = await make_controller(Mecn(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.2,
+                                     wq=0.05, limit=2000))
+    await ctl.set_loop(PORT, LoopSpec("amecn"), run=False)
+    overload = load(testbed, 260, 3.0)
+    up = await run_steps(ctl, "amecn", 5)
+    await overload
+    await asyncio.sleep(2.5)
+    down = await run_steps(ctl, "amecn", 3)
+    for step, (action, params) in up + down:
+        assert step.new == amecn_step(step.old, step.avg, 5).value
+        assert 0.01 <= step.new <= 0.5
+        assert action == "mecn"
+        p2max = min(1.0, 2.0 * step.new)   # the 0.2 / 0.1 ratio is kept
+        assert params["slope1"] == fp.to_slope(step.new / (11.25 - 5))
+        assert params["slope2"] == fp.to_slope(p2max / (15 - 11.25))
+    assert up[-1][0].new > 0.1, [(s.avg, s.old, s.new) for s, _ in up]
+    assert all(s.new < s.old for s, _ in down), [(s.avg, s.old, s.new) for s, _ in down]
+
+
+async def test_telemetry_at_a_configured_rate_matches_the_model(make_controller, testbed):
+    """Records come at most one per interval, exactly where the golden model exports."""
+    ctl = await make_controller(Red(minth=5, maxth=15, wq=0.05, limit=2000),
+                                telemetry_interval=0.02)
+    records = []
+
+    async def collect():
+        async for rec in ctl.switch.telemetry():
+            if rec.port == PORT:
+                records.append(rec)
+
+    collector = asyncio.create_task(collect())
+    await asyncio.sleep(0.2)
+    await load(testbed, 150, 2.0)
+    await asyncio.sleep(1.0)
+    collector.cancel()
+    assert len(records) >= 40
+    gaps = [(b.enq_ts + b.deq_timedelta) - (a.enq_ts + a.deq_timedelta)
+            for a, b in zip(records, records[1:])]
+    assert min(gaps) >= 20_000 and [r.tele_seq for r in records] == list(
+        range(records[0].tele_seq, records[0].tele_seq + len(records)))
+    # The model, given only the exported records, cannot replay the packets between them;
+    # it can check each record's own export decision and the probability at its average.
+    program = ctl.switch.installed(PORT)
+    model = PortModel(program, epoch=records[0].epoch)
+    region, pb = model.params.probability(records[-1].avg)
+    assert (region, pb) == (records[-1].region, records[-1].prob)
+    assert all(Arrival.from_record(r).qdepth == r.qdepth for r in records)
+
+
+async def test_loop_survives_a_switch_restart(make_controller, testbed):
+    ctl = await make_controller(Red(minth=5, maxth=15, maxp=0.1, wq=0.05, limit=2000))
+    await ctl.set_loop(PORT, LoopSpec("ared", interval=0.2))
+    overload = load(testbed, 320, 3.0)
+    await asyncio.sleep(1.5)
+    testbed.switch.stop()                      # killed mid-loop
+    at_kill = ctl.ports[PORT].config.aqm.maxp
+    assert at_kill > 0.1
+    await asyncio.sleep(1.0)
+    assert not ctl.ready.is_set()
+    # While the switch is away the loop writes nothing, so the configuration holds.
+    assert ctl.ports[PORT].config.aqm.maxp == at_kill
+    testbed.switch.start()
+    await asyncio.wait_for(ctl.ready.wait(), 20)
+    testbed.switch.set_queue(PORT, rate_pps=RATE, depth=5000)
+    await overload
+    await asyncio.sleep(0.5)
+    assert ctl.connections == 2
+    events = [e.message for e in ctl.events]
+    reconnected = next(i for i, m in enumerate(events) if "reconnected" in m)
+    steps = [m for m in events[reconnected:] if m.startswith("maxp ")]
+    # The loop went on from the value it held when the switch died.
+    assert steps and steps[0].startswith(f"maxp {at_kill:.4f} ->"), events[reconnected:]
+    # Stopped, what the switch runs is exactly what the controller holds.
+    await ctl.set_loop(PORT, None)
+    action, params = await table_params(ctl, PORT)
+    assert action == "red"
+    assert params["maxp"] == fp.to_frac32(ctl.ports[PORT].config.aqm.maxp)
+    assert params["minth"] == fp.to_qpkt(5)
+    # And it forwards again.
+    testbed.port(PORT).drain()
+    testbed.port(1).send(bytes(udp_packet(9, Ecn.ECT0)))
+    assert len(testbed.port(PORT).receive(quiet=1.0, expect=1)) == 1
