@@ -20,8 +20,9 @@ from control_plane.adaptation import auto_thresholds
 DEFAULT_WQ = 0.002
 # BMv2's default queue depth.
 DEFAULT_LIMIT = 64
-# Buckets in a port's idle-decay table.
+# Buckets in a port's idle-decay table, and in the table for all ports (defines.p4).
 IDLE_BUCKETS = 1024
+IDLE_DECAY_ENTRIES = 65536
 
 
 class ConfigError(ValueError):
@@ -109,6 +110,10 @@ class Red(_Aqm):
         gentle_slope = 0
         if self.gentle:
             hardth = _checked(fp.to_qpkt, 2 * self.maxth, "2 * maxth (gentle)")
+            if (1.0 - self.maxp) / self.maxth >= 1.0:
+                raise ConfigError(
+                    f"gentle: (1 - maxp) / maxth = {(1.0 - self.maxp) / self.maxth:g} per packet "
+                    "must be below 1: raise maxth or maxp")
             gentle_slope = _checked(fp.to_slope, (1.0 - self.maxp) / self.maxth, "gentle slope")
         params.update(
             minth=minth,
@@ -187,15 +192,16 @@ ALGORITHMS: dict[str, type[_Aqm]] = {
 class IdleDecay:
     """Idle-time decay (1 - wq)^m, m = idle / packet_time, as a lookup table.
 
-    Bucket b covers idle times [b, b + 1) * 2^shift microseconds and holds the factor at
-    its middle. The table reaches until the factor drops below 2^-33 (past its last bucket
-    the average resets to 0); its at most 1024 buckets are a power of two wide, so one
-    bucket spans at most 2 * 33 ln 2 / 1024 of log-decay and a table factor is within
-    exp(+-0.0224), about 2.2 %, of the exact one.
+    Bucket b covers idle times [b, b + 1) * 2^shift microseconds and holds the FRAC32
+    factor at its start and how much it falls across the bucket; the data plane
+    interpolates linearly between them. The buckets (at most 1024, a power of two wide)
+    reach until the factor rounds to 0; past the last one the average resets to 0. Each
+    bucket spans at most 2 * 33 ln 2 / 1024 = 0.045 of log-decay, so the interpolation is
+    within 0.045^2 / 8 = 2.5e-4 (relative) of the exact factor, and exact at idle 0.
     """
 
     shift: int
-    factors: tuple[int, ...]
+    buckets: tuple[tuple[int, int], ...]   # (start factor, drop across the bucket)
 
     @classmethod
     def plan(cls, wq: float, packet_time: float, buckets: int = IDLE_BUCKETS) -> "IdleDecay":
@@ -207,15 +213,16 @@ class IdleDecay:
         if shift > 31:
             raise ConfigError(
                 f"idle decay for wq={wq} and packet time {packet_time} s spans more than "
-                "the 32-bit microsecond clock")
+                "2^31 microseconds per bucket")
         width = 1 << shift
-        factors = []
+        table = []
         for bucket in range(buckets):
-            factor = fp.to_frac32(math.exp(-decay_per_us * (bucket + 0.5) * width))
-            if factor == 0:
+            start = fp.to_frac32(math.exp(-decay_per_us * bucket * width))
+            if start == 0:
                 break
-            factors.append(factor)
-        return cls(shift, tuple(factors))
+            end = fp.to_frac32(math.exp(-decay_per_us * (bucket + 1) * width))
+            table.append((start, start - end))
+        return cls(shift, tuple(table))
 
 
 def port_seed(run_seed: int, port: int) -> int:

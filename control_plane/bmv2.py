@@ -7,9 +7,11 @@ on a Unix socket in the run's folder, and it is stopped by its own PID.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +28,11 @@ class SwitchError(RuntimeError):
 
 @dataclass(frozen=True, kw_only=True)
 class Bmv2Config:
-    """interfaces: BMv2 port number -> interface name inside netns."""
+    """enter_netns: the command prefix that runs a program in the switch's namespace
+    (`ip netns exec NAME`, or `mnexec -a PID` for a Mininet node); interfaces: BMv2 port
+    number -> interface name in that namespace."""
 
-    netns: str
+    enter_netns: tuple[str, ...]
     workdir: Path
     interfaces: dict[int, str]
     device_id: int = 1
@@ -39,7 +43,12 @@ class Bmv2Config:
 
     @property
     def grpc_socket(self) -> Path:
-        return self.workdir / "p4runtime.sock"
+        """In the run's folder, unless that path is too long for a Unix socket (108 bytes)."""
+        path = self.workdir.resolve() / "p4runtime.sock"
+        if len(str(path)) > 100:
+            digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
+            path = Path(tempfile.gettempdir()) / f"p4aqm-{digest}.sock"
+        return path
 
     @property
     def grpc_address(self) -> str:
@@ -78,7 +87,7 @@ class Bmv2Switch:
         self.config.grpc_socket.unlink(missing_ok=True)
         stdout = open(self.config.workdir / "bmv2.stdout", "wb")
         self.process = subprocess.Popen(
-            ["ip", "netns", "exec", self.config.netns, *self.config.command()],
+            [*self.config.enter_netns, *self.config.command()],
             stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True)
         stdout.close()
         deadline = time.monotonic() + timeout
@@ -100,7 +109,7 @@ class Bmv2Switch:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout: float = 5.0) -> None:
-        """SIGTERM, then SIGKILL, to our own process group (ip netns exec + the switch)."""
+        """SIGTERM, then SIGKILL, to the process group we started (the switch)."""
         if self.process is None:
             return
         if self.process.poll() is None:
@@ -115,10 +124,10 @@ class Bmv2Switch:
     def runtime_cli(self, commands: list[str], timeout: float = 30.0) -> str:
         """Run commands through simple_switch_CLI (Thrift) inside the switch's namespace."""
         result = subprocess.run(
-            ["ip", "netns", "exec", self.config.netns, *toolchain.cli_command(),
+            [*self.config.enter_netns, *toolchain.cli_command(),
              "--thrift-port", str(self.config.thrift_port)],
             input="\n".join(commands) + "\n", capture_output=True, text=True,
-            timeout=timeout, env=toolchain.cli_environment())
+            timeout=timeout)
         output = result.stdout + result.stderr
         failed = [line for line in output.splitlines()
                   if "Error" in line or "Invalid" in line or "Traceback" in line]
@@ -143,8 +152,8 @@ class Bmv2Switch:
             self.runtime_cli(commands)
 
     def _thrift_ready(self) -> bool:
-        """Is the Thrift port listening in the switch's namespace? (`ip netns exec` execs
-        the switch, so /proc/<pid>/net shows that namespace's sockets.)"""
+        """Is the Thrift port listening in the switch's namespace? (`ip netns exec` and
+        `mnexec` exec the switch, so /proc/<pid>/net shows that namespace's sockets.)"""
         port_hex = f":{self.config.thrift_port:04X}"
         for table in ("tcp", "tcp6"):
             try:

@@ -31,18 +31,19 @@ class Artifacts:
     p4info_bin: Path
 
     @classmethod
-    def in_folder(cls, folder: Path) -> "Artifacts":
-        return cls(folder / f"{PROGRAM}.json", folder / f"{PROGRAM}.p4info.txtpb",
-                   folder / f"{PROGRAM}.p4info.bin")
+    def in_folder(cls, folder: Path, name: str = PROGRAM) -> "Artifacts":
+        return cls(folder / f"{name}.json", folder / f"{name}.p4info.txtpb",
+                   folder / f"{name}.p4info.bin")
 
     def exist(self) -> bool:
         return all(p.is_file() for p in (self.bmv2_json, self.p4info_txt, self.p4info_bin))
 
 
 def compile_program(out: Path, source: Path = MAIN_P4) -> Artifacts:
+    """p4aqm.* for the main program, <stem>.* for another one (the benchmark's)."""
     p4c = toolchain.require("p4c")
     out.mkdir(parents=True, exist_ok=True)
-    artifacts = Artifacts.in_folder(out)
+    artifacts = Artifacts.in_folder(out, PROGRAM if source == MAIN_P4 else source.stem)
     cmd = [
         str(p4c), "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
         "-o", str(out),

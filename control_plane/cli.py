@@ -7,7 +7,9 @@ Every error is one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+import re
 import signal
 import sys
 import time
@@ -72,9 +74,31 @@ def load_controller(path: Path) -> Controller:
         ports[port] = view
     if not ports:
         raise ConfigError(f"{path}: no [[port]] configured")
-    routes = [Route(r["prefix"], int(r["port"]), r["src_mac"], r["dst_mac"])
-              for r in spec.get("route", [])]
+    routes = [check_route(path, r, ports) for r in spec.get("route", [])]
     return Controller(spec["switch"], artifacts, ports, routes, int(spec.get("device_id", 1)))
+
+
+MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+
+
+def check_route(path: Path, entry: dict, ports: dict) -> Route:
+    """A [[route]] whose port has a [[port]] entry, with a valid prefix and MACs."""
+    try:
+        route = Route(str(entry["prefix"]), int(entry["port"]), str(entry["src_mac"]),
+                      str(entry["dst_mac"]))
+    except (KeyError, ValueError, TypeError) as err:
+        raise ConfigError(f"{path}: a [[route]] needs prefix, port, src_mac, dst_mac ({err})")
+    try:
+        ipaddress.IPv4Network(route.prefix)
+    except ValueError as err:
+        raise ConfigError(f"{path}: route {route.prefix}: {err}") from None
+    for mac in (route.src_mac, route.dst_mac):
+        if not MAC.match(mac):
+            raise ConfigError(f"{path}: route {route.prefix}: {mac!r} is not a MAC address")
+    if route.port not in ports:
+        raise ConfigError(f"{path}: route {route.prefix} leaves by port {route.port}, which "
+                          f"has no [[port]] entry (add one; algorithm = \"droptail\" is fine)")
+    return route
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

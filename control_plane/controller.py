@@ -59,8 +59,6 @@ class LoopSpec:
         if not isinstance(config.aqm, wanted):
             raise ConfigError(f"{self.kind} adapts {' / '.join(c.action for c in wanted)}, "
                               f"but port {config.port} runs {config.aqm.action}")
-        if self.kind == "amecn" and config.aqm.p1max <= 0:
-            raise ConfigError("amecn needs p1max > 0 (p2max follows it in proportion)")
 
 
 @dataclass
@@ -73,15 +71,25 @@ class PortView:
     latest_at: float = 0.0          # time.monotonic() when `latest` arrived
     records: int = 0
     counters: PortCounters | None = None
+    loop_ticks: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
 
     def estimated_avg(self, now: float) -> float | None:
-        """The average now: the last record's, decayed as RED would over the time since
-        (the port may have gone idle, and then no packet brings a record)."""
+        """The average now. While records keep coming it is the last record's. When they
+        stop, no packet arrives: the queue the last record saw drains at link_pps, and
+        from then on the port is idle, so the average is decayed as the data plane will
+        decay it at the next arrival, (1 - wq)^(idle * link_pps)."""
         if self.latest is None:
             return None
-        idle = max(0.0, now - self.latest_at - 2 * (self.config.telemetry_interval or 0.0))
-        decay = (1 - self.config.aqm.wq) ** (idle * self.config.link_pps)
-        return self.latest.avg_packets * decay
+        interval = self.config.telemetry_interval
+        if interval is None:
+            interval = LOOP_TELEMETRY_INTERVAL if self.loop else 0.0
+        if now - self.latest_at <= 2 * interval:
+            return self.latest.avg_packets
+        emptied = self.latest_at + self.latest.qdepth / self.config.link_pps
+        idle = now - emptied
+        if idle <= 0:
+            return self.latest.avg_packets
+        return self.latest.avg_packets * (1 - self.config.aqm.wq) ** (idle * self.config.link_pps)
 
 
 @dataclass(frozen=True)
@@ -145,11 +153,21 @@ class Controller:
 
     async def _on_ready(self, switch: AqmSwitch) -> None:
         """(Re)connected, pipeline pushed: write the whole configuration we hold."""
+        try:
+            await self._restore(switch)
+        except Exception as err:
+            self.log(None, "switch", f"restoring the configuration failed: "
+                                     f"{type(err).__name__}: {err}")
+            raise
+
+    async def _restore(self, switch: AqmSwitch) -> None:
         async with self._lock:
+            await switch.install_base()
             for route in self.routes:
                 await switch.add_route(route.prefix, route.port, route.src_mac, route.dst_mac)
             for view in self.ports.values():
-                await switch.configure_port(self._with_loop_telemetry(view), reset=True)
+                await switch.configure_port(self._with_loop_telemetry(view.config, view.loop),
+                                            reset=True)
             self.connections += 1
             what = "connected" if self.connections == 1 else "reconnected"
             self.log(None, "switch", f"{what} to {self.address}: pipeline pushed, "
@@ -174,23 +192,28 @@ class Controller:
             raise ConfigError(f"unknown port {port}: this switch has ports {sorted(self.ports)}")
         return self.ports[port]
 
-    def _with_loop_telemetry(self, view: PortView) -> PortConfig:
+    @staticmethod
+    def _with_loop_telemetry(config: PortConfig, loop: LoopSpec | None) -> PortConfig:
         """A port with a loop exports telemetry even if its configuration has none."""
-        if view.loop and view.config.telemetry_interval is None:
-            return replace(view.config, telemetry_interval=LOOP_TELEMETRY_INTERVAL)
-        return view.config
+        if loop and config.telemetry_interval is None:
+            return replace(config, telemetry_interval=LOOP_TELEMETRY_INTERVAL)
+        return config
 
     async def set_port(self, port: int, algorithm: str | None, values: dict[str, str],
                        source: str = "cli", reason: str = "") -> PortConfig:
-        """Validate, write to the switch, and only then keep as the port's configuration."""
-        view = self.view(port)
-        new = change(view.config, algorithm, values)
-        if view.loop:
-            try:
-                view.loop.check(new)
-            except ConfigError as err:
-                raise ConfigError(f"{err}; stop the loop first ('aqmctl loop {port} off')")
-        await self._write(view, new, reset=algorithm is not None)
+        """Validate and write under the lock, and only then keep as the configuration."""
+        async with self._lock:
+            view = self.view(port)
+            new = change(view.config, algorithm, values)
+            if view.loop:
+                try:
+                    view.loop.check(new)
+                except ConfigError as err:
+                    raise ConfigError(f"{err}; stop the loop first ('aqmctl loop {port} off')")
+            self.require_switch()
+            await self.switch.configure_port(self._with_loop_telemetry(new, view.loop),
+                                             reset=algorithm is not None)
+            view.config = new
         changes = " ".join(f"{k}={v}" for k, v in values.items())
         self.log(port, source, reason or f"{algorithm or new.aqm.action} {changes}".strip())
         return new
@@ -204,30 +227,20 @@ class Controller:
         raise SwitchUnavailable(f"switch at {self.address} is unreachable; the controller "
                                 "keeps reconnecting")
 
-    async def _write(self, view: PortView, new: PortConfig, reset: bool) -> None:
-        self.require_switch()
-        async with self._lock:
-            old = view.config
-            view.config = new
-            try:
-                await self.switch.configure_port(self._with_loop_telemetry(view), reset=reset)
-            except Exception:
-                view.config = old
-                raise
-
     async def set_loop(self, port: int, spec: LoopSpec | None, run: bool = True) -> None:
         """Start (or with spec None stop) a port's loop; run=False leaves the stepping to
         the caller (adapt_once), as the tests do."""
-        view = self.view(port)
-        if spec is not None:
-            spec.check(view.config)
-        old_task = self._loops.pop(port, None)
-        if old_task:
-            old_task.cancel()
-        view.loop = spec
-        if self.ready.is_set():
-            async with self._lock:
-                await self.switch.configure_port(self._with_loop_telemetry(view), reset=False)
+        async with self._lock:
+            view = self.view(port)
+            if spec is not None:
+                spec.check(view.config)
+            old_task = self._loops.pop(port, None)
+            if old_task:
+                old_task.cancel()
+            if self.ready.is_set():
+                await self.switch.configure_port(self._with_loop_telemetry(view.config, spec),
+                                                 reset=False)
+            view.loop = spec
         if spec:
             if run:
                 self._start_loop(port)
@@ -247,11 +260,17 @@ class Controller:
         next_tick = time.monotonic() + spec.interval
         while True:
             await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
+            view.loop_ticks.append(time.monotonic())
             next_tick += spec.interval
             try:
                 await self.adapt_once(port)
-            except (SwitchUnavailable, ConfigError) as err:
+            except SwitchUnavailable as err:
                 LOG.debug("port %s %s: %s", port, spec.kind, err)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # a loop outlives any one failed step
+                self.log(port, spec.kind, f"step failed: {type(err).__name__}: {err}")
+                LOG.warning("port %s %s step failed", port, spec.kind, exc_info=True)
 
     async def adapt_once(self, port: int) -> "Adaptation | None":
         """One step of the port's loop from the latest telemetry (None: no telemetry yet)."""
@@ -267,11 +286,11 @@ class Controller:
             step = ared_step(old, avg, cfg.minth, cfg.maxth)
             values = {"maxp": repr(step.value)}
         else:
+            # Our choice: only P1max adapts (the curve that holds the target); P2max stays
+            # as configured, the backstop of the moderate region.
             name, old = "p1max", cfg.p1max
             step = amecn_step(old, avg, cfg.minth, spec.alpha_variant)
-            # Our choice: the moderate curve keeps its ratio to the incipient one.
-            ratio = cfg.p2max / cfg.p1max
-            values = {"p1max": repr(step.value), "p2max": repr(min(1.0, ratio * step.value))}
+            values = {"p1max": repr(step.value)}
         done = Adaptation(port, spec.kind, avg, seq, name, old, step.value, step.reason)
         if step.value != old:
             await self.set_port(port, None, values, source=spec.kind,

@@ -5,10 +5,12 @@ Formats (p4src/include/defines.p4 holds the same table):
 =======  =============================  ========  ==========================================
 name     value                          P4 type   used for
 =======  =============================  ========  ==========================================
-QPKT     packets * 2^16                 bit<32>   average queue, thresholds
+QAVG     packets * 2^32                 bit<64>   the average's register (QPKT = QAVG >> 16)
+QPKT     packets * 2^16                 bit<32>   average as the pipeline reads it, thresholds
 FRAC32   fraction * 2^32, 1.0 -> 2^32-1 bit<32>   wq, probabilities, decay factors, draws
 SLOPE    probability/packet * 2^32      bit<32>   pb = (slope * (avg - threshold)) >> 16
-USEC     microseconds                   bit<32>   timestamps, idle time, export interval
+USEC     microseconds                   bit<32>   enq_timestamp, sojourn, export interval
+USEC48   microseconds                   bit<48>   egress_global_timestamp, idle time
 PKTS     packets                        bit<32>   limit, count
 =======  =============================  ========  ==========================================
 
@@ -24,6 +26,7 @@ U32_MAX = 0xFFFF_FFFF
 QPKT_SHIFT = 16
 QPKT_ONE = 1 << QPKT_SHIFT
 QPKT_MAX = U32_MAX
+QAVG_SHIFT = 32
 FRAC32_SCALE = 1 << 32
 FRAC32_ONE = U32_MAX
 # The data plane saturates the queue depth here before scaling it to QPKT.
@@ -52,6 +55,14 @@ def to_qpkt(packets: float, name: str = "value") -> int:
 
 def from_qpkt(raw: int) -> float:
     return raw / QPKT_ONE
+
+
+def from_qavg(raw: int) -> float:
+    return raw / (1 << QAVG_SHIFT)
+
+
+def qavg_to_qpkt(raw: int) -> int:
+    return raw >> (QAVG_SHIFT - QPKT_SHIFT)
 
 
 def to_frac32(fraction: float, name: str = "value") -> int:

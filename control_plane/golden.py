@@ -17,6 +17,7 @@ from control_plane.dataplane import Ecn, EcnMode, Outcome, Region
 from control_plane.telemetry import TelemetryRecord
 
 U32 = fp.U32_MAX
+U48 = (1 << 48) - 1
 TWO32 = 1 << 32
 IDLE_BUCKET_MAX = 0xFFFF
 
@@ -30,19 +31,22 @@ def xorshift32(x: int) -> int:
 
 
 def ewma(avg: int, qdepth: int, wq: int) -> int:
-    """queue_avg.p4, busy arrival: avg += wq (q - avg), rounded toward the old avg (QPKT)."""
-    q = min(qdepth, fp.QDEPTH_MAX) << 16
+    """queue_avg.p4, busy arrival: avg += wq (q - avg), rounded toward the old avg (QAVG)."""
+    q = min(qdepth, fp.QDEPTH_MAX) << fp.QAVG_SHIFT
     if q >= avg:
         return avg + (((q - avg) * wq) >> 32)
     return avg - (((avg - q) * wq) >> 32)
 
 
-def decay(avg: int, idle_us: int, idle_shift: int, factors: tuple[int, ...]) -> int:
-    """queue_avg.p4, idle arrival: avg * (1 - wq)^m from the idle_decay table."""
-    if idle_us > 0x7FFFFFFF:  # a departure stamped after this arrival
+def decay(avg: int, idle_us: int, idle_shift: int, buckets: tuple[tuple[int, int], ...]) -> int:
+    """queue_avg.p4, idle arrival: avg * (1 - wq)^m, interpolated in the idle_decay table
+    (QAVG; idle_us is the 48-bit difference of two USEC48 times)."""
+    if idle_us > 0x7FFFFFFFFFFF:  # a departure stamped after this arrival
         idle_us = 0
     bucket = min(idle_us >> idle_shift, IDLE_BUCKET_MAX)
-    factor = factors[bucket] if bucket < len(factors) else 0
+    start, drop = buckets[bucket] if bucket < len(buckets) else (0, 0)
+    offset = idle_us & ((1 << idle_shift) - 1)
+    factor = start - ((drop * offset) >> idle_shift)
     return (avg * factor) >> 32
 
 
@@ -106,17 +110,25 @@ class Arrival:
     """What BMv2 hands egress for one packet (a packet without IPv4 counts as Not-ECT)."""
 
     qdepth: int
-    enq_ts: int
-    deq_timedelta: int
+    enq_ts: int           # USEC
+    deq_timedelta: int    # USEC
     ecn: Ecn
     length: int
     ip_id: int = 0
+    egress_ts: int | None = None   # USEC48; None: enq_ts + deq_timedelta (hand-made input)
+
+    @property
+    def departure(self) -> int:
+        if self.egress_ts is not None:
+            return self.egress_ts
+        return self.enq_ts + self.deq_timedelta
 
     @classmethod
     def from_record(cls, rec: TelemetryRecord) -> "Arrival":
         """The inputs a telemetry record reports, to replay it through the model."""
         return cls(qdepth=rec.qdepth, enq_ts=rec.enq_ts, deq_timedelta=rec.deq_timedelta,
-                   ecn=Ecn(rec.ecn_in), length=rec.pkt_len, ip_id=rec.ip_id)
+                   ecn=Ecn(rec.ecn_in), length=rec.pkt_len, ip_id=rec.ip_id,
+                   egress_ts=rec.egress_ts)
 
 
 @dataclass
@@ -166,7 +178,8 @@ class PortModel:
         record = TelemetryRecord(
             port=self.program.port, epoch=self.epoch, pkt_seq=self._pkt_seq,
             tele_seq=tele_seq, enq_ts=pkt.enq_ts, deq_timedelta=pkt.deq_timedelta,
-            qdepth=pkt.qdepth, avg=avg, prob=prob, count=count_before, rnd=draw,
+            egress_ts=pkt.departure, qdepth=pkt.qdepth, avg=avg, prob=prob,
+            count=count_before, rnd=draw,
             ip_id=pkt.ip_id, region=region, outcome=outcome, ecn_in=pkt.ecn,
             ecn_out=ecn_out, pkt_len=pkt.length)
         return record, exported
@@ -191,18 +204,19 @@ class PortModel:
         return self._prng
 
     def _average(self, fresh: bool, pkt: Arrival) -> int:
-        """queue_avg.p4"""
+        """queue_avg.p4; keeps QAVG, returns QPKT"""
         if fresh:
             self._avg = 0
             self._last_departure = 0
+        now = pkt.departure & U48
         if pkt.qdepth == 0:
-            idle = (pkt.enq_ts - self._last_departure) & U32
-            avg = decay(self._avg, idle, self.params.idle_shift, self.program.decay.factors)
+            idle = (now - pkt.deq_timedelta - self._last_departure) & U48
+            avg = decay(self._avg, idle, self.params.idle_shift, self.program.decay.buckets)
         else:
             avg = ewma(self._avg, pkt.qdepth, self.params.wq)
         self._avg = avg
-        self._last_departure = (pkt.enq_ts + pkt.deq_timedelta) & U32
-        return avg
+        self._last_departure = now
+        return fp.qavg_to_qpkt(avg)
 
     def _mark(self, fresh: bool, avg: int, rnd: int) -> tuple[Region, int, int, bool]:
         """marker.p4"""

@@ -16,7 +16,7 @@ from typing import AsyncIterator, Awaitable, Callable, Iterable
 import finsy as fy
 
 from control_plane import dataplane as dp
-from control_plane.aqm import ConfigError, PortConfig, PortProgram
+from control_plane.aqm import IDLE_DECAY_ENTRIES, ConfigError, PortConfig, PortProgram
 from control_plane.build import Artifacts
 from control_plane.golden import PortCounters
 from control_plane.telemetry import TelemetryRecord
@@ -40,6 +40,8 @@ class AqmSwitch:
     on_ready: Callable[["AqmSwitch"], Awaitable[None]] | None = None
     _installed: dict[int, PortProgram] = field(default_factory=dict, init=False)
     _epochs: dict[int, int] = field(default_factory=dict, init=False)
+    # Ports whose entries on the switch are unknown after a failed or cancelled write.
+    _dirty: set[int] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self.ports = frozenset(self.ports)
@@ -65,13 +67,14 @@ class AqmSwitch:
         await self.sw.run()
 
     async def _ready(self, _sw: fy.Switch) -> None:
-        await self.install_base()
         assert self.on_ready is not None
         await self.on_ready(self)
 
     async def install_base(self) -> None:
-        """After a pipeline push: the tables are empty, install the clone session."""
+        """After a pipeline push the tables are empty: forget what was installed, install
+        the clone session. on_ready must call this first (under the caller's lock)."""
         self._installed.clear()
+        self._dirty.clear()
         await self.sw.write([+fy.P4CloneSessionEntry(
             dp.TELEMETRY_SESSION, replicas=[(dp.CPU_PORT, 1)])])
 
@@ -94,11 +97,19 @@ class AqmSwitch:
         self.check_port(config.port)
         program = config.encode()
         old = self._installed.get(config.port)
+        decay_entries = sum(len(p.decay.buckets) for port, p in self._installed.items()
+                            if port != config.port) + len(program.decay.buckets)
+        if decay_entries > IDLE_DECAY_ENTRIES:
+            raise ConfigError(f"the idle_decay table holds {IDLE_DECAY_ENTRIES} entries; these "
+                              f"ports would need {decay_entries}")
         new_epoch = reset or old is None or (old.seed, old.bmv2_random) != (
             program.seed, program.bmv2_random)
         epoch = self._epochs.get(config.port, 0)
         if new_epoch:
             epoch = epoch % 0xFFFF + 1  # 16 bits, never 0 (the register's initial value)
+        if config.port in self._dirty:
+            await self._clear_port(config.port)
+            old, new_epoch = None, True
         updates = []
         if old is None or old.aqm != program.aqm:
             updates.append(self._aqm_update(program, installed=old is not None))
@@ -106,11 +117,28 @@ class AqmSwitch:
         if new_epoch:
             updates.append(self._epoch_update(program, epoch, installed=old is not None))
         updates += self._telemetry_updates(program, old)
-        if updates:
-            await self.sw.write(updates)
+        try:
+            if updates:
+                await self.sw.write(updates)
+        except BaseException:
+            # BMv2 applies a batch update by update: what is on the switch is now unknown.
+            self._dirty.add(config.port)
+            self._installed.pop(config.port, None)
+            raise
         self._installed[config.port] = program
         self._epochs[config.port] = epoch
         return program
+
+    async def _clear_port(self, port: int) -> None:
+        """Delete whatever the port's tables hold, read back from the switch."""
+        doomed = []
+        for table in (dp.AQM_CONFIG, dp.PORT_EPOCH, dp.TELEMETRY_CONFIG, dp.IDLE_DECAY):
+            async for entry in self.sw.read(fy.P4TableEntry(table)):
+                if int(entry.match_dict(self.sw.p4info)["port"]) == port:
+                    doomed.append(-fy.P4TableEntry(entry.table_id, match=entry.match))
+        if doomed:
+            await self.sw.write(doomed)
+        self._dirty.discard(port)
 
     async def add_route(self, prefix: str, port: int, src_mac: str, dst_mac: str) -> None:
         self.check_port(port)
@@ -168,18 +196,19 @@ class AqmSwitch:
 
     @staticmethod
     def _decay_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:
-        old_factors = old.decay.factors if old else ()
-        new_factors = program.decay.factors
+        old_buckets = old.decay.buckets if old else ()
+        new_buckets = program.decay.buckets
         updates = []
-        for bucket in range(max(len(old_factors), len(new_factors))):
+        for bucket in range(max(len(old_buckets), len(new_buckets))):
             entry = fy.P4TableEntry(dp.IDLE_DECAY, match=fy.Match(port=program.port, bucket=bucket))
-            if bucket >= len(new_factors):
+            if bucket >= len(new_buckets):
                 updates.append(-entry)
                 continue
-            if bucket < len(old_factors) and old_factors[bucket] == new_factors[bucket]:
+            if bucket < len(old_buckets) and old_buckets[bucket] == new_buckets[bucket]:
                 continue
-            entry.action = fy.Action("decay", decay_factor=new_factors[bucket])
-            updates.append(~entry if bucket < len(old_factors) else +entry)
+            start, drop = new_buckets[bucket]
+            entry.action = fy.Action("decay", start_factor=start, drop_across=drop)
+            updates.append(~entry if bucket < len(old_buckets) else +entry)
         return updates
 
     @staticmethod

@@ -19,6 +19,7 @@ class TelemetryRecord:
     tele_seq: int
     enq_ts: int         # USEC
     deq_timedelta: int  # USEC
+    egress_ts: int      # USEC48, departure
     qdepth: int         # PKTS found on arrival
     avg: int            # QPKT after this packet's update
     prob: int           # FRAC32 base probability in force
@@ -46,10 +47,6 @@ class TelemetryRecord:
     @property
     def probability(self) -> float:
         return fp.from_frac32(self.prob)
-
-    @property
-    def departure_ts(self) -> int:
-        return (self.enq_ts + self.deq_timedelta) & fp.U32_MAX
 
     def describe(self) -> str:
         return (

@@ -17,7 +17,6 @@ silently test another binary.
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import sys
@@ -79,14 +78,3 @@ def cli_command() -> list[str]:
         if b"python" in script.readline():
             return [sys.executable, str(cli)]
     return [str(cli)]
-
-
-def cli_environment() -> dict[str, str]:
-    """Environment for simple_switch_CLI: its Thrift modules live under BMv2's prefix."""
-    cli = require("simple_switch_CLI")
-    prefix = cli.resolve().parent.parent
-    site = sorted(glob.glob(str(prefix / "lib/python3*/site-packages")))
-    env = dict(os.environ)
-    if site:
-        env["PYTHONPATH"] = os.pathsep.join(site + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env

@@ -54,6 +54,7 @@ control EgressPipe(inout headers_t hdr,
             meta.rec.port = (bit<16>)port;
             meta.rec.enq_ts = std_meta.enq_timestamp;
             meta.rec.deq_timedelta = std_meta.deq_timedelta;
+            meta.rec.egress_ts = std_meta.egress_global_timestamp;
             meta.rec.qdepth = (bit<32>)std_meta.enq_qdepth;
             meta.rec.pkt_len = std_meta.packet_length;
             if (hdr.ipv4.isValid()) {

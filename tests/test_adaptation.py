@@ -54,3 +54,22 @@ def test_auto_parameters():
         auto_thresholds(0, 1000)
     with pytest.raises(ValueError):
         auto_wq(0)
+
+
+def test_the_loop_average_decays_only_once_the_port_is_idle():
+    """Records keep coming: the record's average. Records stop: the queue the last record
+    saw drains at link_pps first, then the average decays as RED's would."""
+    from control_plane.aqm import PortConfig, Red
+    from control_plane.controller import PortView
+    from control_plane.telemetry import TelemetryRecord
+    view = PortView(PortConfig(port=2, aqm=Red(wq=0.05), link_pps=100.0,
+                               telemetry_interval=0.01))
+    assert view.estimated_avg(5.0) is None
+    fields = dict(port=2, epoch=1, pkt_seq=1, tele_seq=1, enq_ts=0, deq_timedelta=0,
+                  egress_ts=0, prob=0, count=0, rnd=1, ip_id=0, region=0, outcome=0,
+                  ecn_in=2, ecn_out=2, pkt_len=100)
+    view.latest = TelemetryRecord(qdepth=50, avg=20 << 16, **fields)
+    view.latest_at = 10.0
+    assert view.estimated_avg(10.015) == 20.0          # within two export intervals
+    assert view.estimated_avg(10.4) == 20.0            # 50 packets take 0.5 s to drain
+    assert view.estimated_avg(11.0) == pytest.approx(20.0 * 0.95 ** 50)

@@ -22,6 +22,7 @@ from control_plane.aqm import (ConfigError, DropTail, Ecnm, IdleDecay, Mecn, Por
     (Red(minth=-1), "minth"),
     (Red(minth=0, maxth=0.5, maxp=1.0), "below 1"),
     (RedEcn(maxth=math.nan), "maxth"),
+    (Red(minth=0.1, maxth=0.5, maxp=0.1, gentle=True), "gentle"),
     (Ecnm(gentle="yes"), "gentle"),
     (Mecn(minth=5, midth=5, maxth=15), "minth < midth < maxth"),
     (Mecn(minth=5, midth=16, maxth=15), "minth < midth < maxth"),
@@ -84,23 +85,24 @@ def test_port_program_carries_decay_seed_and_telemetry():
 @pytest.mark.parametrize("wq, pps", [(0.002, 1000.0), (0.0027, 187.5), (0.5, 100.0),
                                      (2.6e-5, 38000.0), (0.2, 50_000.0)])
 def test_idle_decay_table_tracks_the_exact_factor(wq, pps):
-    """Each factor is within half a bucket's log-decay (<= 2.2 %) of (1 - wq)^(idle / s),
-    plus FRAC32 rounding."""
+    """Linear interpolation in each bucket is within 2.5e-4 (relative) of (1 - wq)^(idle/s),
+    plus FRAC32 rounding; exact at idle 0."""
     decay = IdleDecay.plan(wq, 1.0 / pps)
     width = 1 << decay.shift
     per_us = -math.log1p(-wq) * pps / 1e6
-    half_bucket = per_us * width / 2
-    assert half_bucket <= 33 * math.log(2) / 1024
-    for bucket in range(0, len(decay.factors), 7):
-        for idle in (bucket * width, bucket * width + width - 1):
-            exact = (1 - wq) ** (idle * pps / 1e6)
-            table = decay.factors[bucket] / 2**32
+    assert per_us * width <= 2 * 33 * math.log(2) / 1024
+    assert decay.buckets[0][0] == 2**32 - 1
+    for bucket in range(0, len(decay.buckets), 7):
+        start, drop = decay.buckets[bucket]
+        for offset in (0, width // 3, width - 1):
+            idle = bucket * width + offset
+            exact = math.exp(-per_us * idle)
+            table = (start - (drop * offset >> decay.shift)) / 2**32
             if exact > 1e-6:
-                rounding = 0.5 / decay.factors[bucket]
-                assert abs(math.log(table / exact)) <= half_bucket + rounding
+                assert abs(table - exact) <= 2.5e-4 * exact + 3 / 2**32, (bucket, offset)
     # The table ends where the factor no longer registers in FRAC32.
-    end_idle = len(decay.factors) * width
-    assert (1 - wq) ** (end_idle * pps / 1e6) < 2**-32 or len(decay.factors) == 1024
+    end_idle = len(decay.buckets) * width
+    assert math.exp(-per_us * end_idle) < 2**-32 or len(decay.buckets) == 1024
 
 
 def test_idle_decay_refuses_bad_packet_time():

@@ -4,6 +4,7 @@ installed command."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -127,7 +128,7 @@ def test_set_show_watch(served, testbed):
     assert "cli: mecn minth=4" in events.stdout
 
 
-def test_bad_input_gets_one_clear_line(served, testbed, tmp_path):
+async def test_bad_input_gets_one_clear_line(served, testbed, artifacts, tmp_path):
     one_error_line(aqmctl(served, "set", "7", "maxp=0.1"), "unknown port 7")
     one_error_line(aqmctl(served, "show", "7"), "unknown port 7")
     one_error_line(aqmctl(served, "set", str(PORT), "minthh=3"), "unknown parameter 'minthh'")
@@ -137,8 +138,10 @@ def test_bad_input_gets_one_clear_line(served, testbed, tmp_path):
     one_error_line(aqmctl(served, "set", str(PORT), "blue"), "unknown algorithm 'blue'")
     one_error_line(aqmctl(served, "loop", str(PORT), "amecn"), "amecn adapts mecn")
     one_error_line(aqmctl(tmp_path / "none.sock", "show"), "no controller at")
-    # Nothing of the refused commands reached the switch or the configuration.
+    # Nothing of the refused commands reached the configuration or the switch.
     assert state(served)["ports"][str(PORT)]["params"]["maxp"] == 0.1
+    on_switch = await switch_aqm_params(testbed, artifacts, PORT)
+    assert on_switch["maxp"] == fp.to_frac32(0.1) and on_switch["minth"] == fp.to_qpkt(5)
     testbed.switch.stop()
     time.sleep(1.0)
     one_error_line(aqmctl(served, "set", str(PORT), "maxp=0.2"), "unreachable")
@@ -156,13 +159,16 @@ async def switch_aqm_params(testbed, artifacts, port: int) -> dict[str, int]:
 async def test_loop_and_cli_survive_a_switch_restart(served, testbed, artifacts):
     assert aqmctl(served, "loop", str(PORT), "ared", "--interval", "0.2").returncode == 0
     traffic(testbed, 320, 1.0)
-    # A value set from the CLI is the one the loop adapts from.
+    # A value set from the CLI is the one the loop adapts from: under overload the next
+    # step starts from it.
     assert aqmctl(served, "set", str(PORT), "maxp=0.3").returncode == 0
     traffic(testbed, 320, 1.5)
-    events = aqmctl(served, "events").stdout
-    assert "maxp 0.3000 ->" in events, events
+    events = aqmctl(served, "events").stdout.splitlines()
+    cli_set = max(i for i, line in enumerate(events) if "cli: red_ecn maxp=0.3" in line)
+    steps = [line for line in events[cli_set:] if "ared:" in line and "maxp " in line]
+    assert steps and "maxp 0.3000 ->" in steps[0], events
 
-    testbed.switch.stop()            # killed mid-loop
+    testbed.switch.stop()            # killed mid-loop (the controller runs in its own process)
     time.sleep(1.0)
     testbed.switch.start()
     wait_connected(served, 2)
@@ -180,3 +186,22 @@ async def test_loop_and_cli_survive_a_switch_restart(served, testbed, artifacts)
     on_switch = await switch_aqm_params(testbed, artifacts, PORT)
     assert on_switch["maxp"] == fp.to_frac32(port["params"]["maxp"])
     assert on_switch["minth"] == fp.to_qpkt(port["params"]["minth"])
+
+
+def test_routes_are_checked_when_the_configuration_loads(tmp_path):
+    from control_plane.aqm import ConfigError
+    from control_plane.cli import load_controller
+    for name in ("p4aqm.json", "p4aqm.p4info.txtpb", "p4aqm.p4info.bin"):
+        (tmp_path / name).write_text("")
+    base = 'switch = "127.0.0.1:9559"\nbuild = "."\n[[port]]\nport = 2\nlink_pps = 100\n'
+    for route, message in (
+            ('prefix = "10.0.0.0/24"\nport = 1\nsrc_mac = "02:00:00:00:00:01"\n'
+             'dst_mac = "02:00:00:00:00:02"', "port 1, which has no [[port]] entry"),
+            ('prefix = "10.0.0.0/24"\nport = 2\nsrc_mac = "zz"\n'
+             'dst_mac = "02:00:00:00:00:02"', "'zz' is not a MAC address"),
+            ('prefix = "10.0.0.300/24"\nport = 2\nsrc_mac = "02:00:00:00:00:01"\n'
+             'dst_mac = "02:00:00:00:00:02"', "route 10.0.0.300/24")):
+        path = tmp_path / "aqm.toml"
+        path.write_text(base + "[[route]]\n" + route + "\n")
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_controller(path)

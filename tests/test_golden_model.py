@@ -34,37 +34,82 @@ def test_xorshift32_is_uniform_enough_for_marking():
     assert chi2 < 37.7  # 15 degrees of freedom, p = 0.001
 
 
-@pytest.mark.parametrize("wq", [0.002, 0.0027, 0.05, 0.5])
+def qavg(packets: float) -> int:
+    return round(packets * 2**32)
+
+
+@pytest.mark.parametrize("wq", [0.002, 0.0027, 2.6e-5, 0.05, 0.5])
 def test_ewma_converges_like_the_formula(wq):
     """avg_n = q (1 - (1 - wq)^n) from 0 under a constant queue q."""
     wq_raw, q, avg = fp.to_frac32(wq), 12, 0
     for n in range(1, 2001):
         avg = ewma(avg, q, wq_raw)
         if n in (1, 10, 100, 2000):
-            exact = q * (1 - (1 - wq) ** n)
-            # Truncation loses < 1 QPKT unit per step.
-            assert exact - n * 2**-16 - 1e-9 <= fp.from_qpkt(avg) <= exact + 1e-6
+            exact = q * (1 - (1 - wq_raw / 2**32) ** n)
+            # Truncation loses < 1 QAVG unit (2^-32 packet) per step.
+            assert exact - n * 2**-32 - 1e-9 <= fp.from_qavg(avg) <= exact + 1e-9
+
+
+def test_ewma_has_no_dead_band_at_small_wq():
+    """With a 2^-32 register a small wq still moves the average by a fraction of a packet."""
+    wq = fp.to_frac32(2.6e-5)                # ARED's automatic wq at 38 000 packets/s
+    assert ewma(qavg(5.0), 5, wq) == qavg(5.0)
+    assert ewma(qavg(5.0), 6, wq) > qavg(5.0)
+    assert ewma(qavg(5.5), 5, wq) < qavg(5.5)
 
 
 def test_ewma_falls_toward_a_smaller_queue_and_saturates_depth():
     wq = fp.to_frac32(0.5)
-    assert ewma(fp.to_qpkt(10), 2, wq) == fp.to_qpkt(6)
+    assert ewma(qavg(10), 2, wq) == qavg(6)
     huge = ewma(0, 1 << 19, fp.to_frac32(0.999999))
-    assert huge <= fp.QDEPTH_MAX << 16
+    assert huge <= fp.QDEPTH_MAX << 32
 
 
 def test_idle_decay_follows_one_minus_wq_to_the_m():
     program = PortConfig(port=1, aqm=Red(wq=0.002), link_pps=1000.0).encode()
-    avg0 = fp.to_qpkt(10)
-    for idle_ms in (1, 50, 500, 2000):
-        got = fp.from_qpkt(decay(avg0, idle_ms * 1000, program.decay.shift,
-                                 program.decay.factors))
-        exact = 10 * (1 - 0.002) ** idle_ms  # m = idle / 1 ms
-        assert abs(got - exact) <= exact * 0.023 + 2**-16
+    shift, buckets = program.decay.shift, program.decay.buckets
+    avg0 = qavg(10)
+    # No idle time, no decay (the old table decayed 1.6 % here).
+    assert decay(avg0, 0, shift, buckets) >= avg0 - (avg0 >> 32) - 1   # 1.0 is 1 - 2^-32
+    for idle_us in (1, 300, 1_000, 7_777, 50_000, 500_000, 2_000_000):
+        got = fp.from_qavg(decay(avg0, idle_us, shift, buckets))
+        exact = 10 * (1 - 0.002) ** (idle_us / 1000)  # m = idle / 1 ms
+        assert abs(got - exact) <= exact * 3e-4 + 1e-6, idle_us
     # Past the table, and a departure stamped after the arrival (wrapped negative).
-    assert decay(avg0, 10**9, program.decay.shift, program.decay.factors) == 0
-    assert decay(avg0, 0xFFFFFFF0, program.decay.shift, program.decay.factors) \
-        == decay(avg0, 0, program.decay.shift, program.decay.factors)
+    assert decay(avg0, 10**9, shift, buckets) == 0
+    assert decay(avg0, (1 << 48) - 16, shift, buckets) == decay(avg0, 0, shift, buckets)
+
+
+def test_model_tracks_a_floating_point_red_on_a_random_queue():
+    """An independent reference: RED's average in floating point with the exact idle decay,
+    on the same arrivals (M/D/1 queue at load 0.9), matches the model's to 0.5 %."""
+    import random
+    rng = random.Random(5)
+    service, wq = 1e-3, 0.002
+    model = PortModel(PortConfig(port=1, aqm=Red(wq=wq, limit=10_000), link_pps=1000.0)
+                      .encode(), epoch=1)
+    t, free_at, departures, ref = 0.0, 0.0, [], 0.0
+    last_departure = 0.0
+    sum_model = sum_ref = 0.0
+    for _ in range(60_000):
+        t += rng.expovariate(900)
+        departures = [d for d in departures if d > t]
+        q = len(departures)
+        start = max(t, free_at)
+        free_at = start + service
+        departures.append(free_at)
+        if q == 0:
+            ref *= (1 - wq) ** (max(0.0, t - last_departure) / service)
+        else:
+            ref += wq * (q - ref)
+        last_departure = start
+        rec, _ = model.process(Arrival(qdepth=q, enq_ts=int(t * 1e6),
+                                       deq_timedelta=int((start - t) * 1e6), ecn=Ecn.ECT0,
+                                       length=100))
+        sum_model += fp.from_qpkt(rec.avg)
+        sum_ref += ref
+    assert sum_ref > 0
+    assert abs(sum_model - sum_ref) / sum_ref < 0.005, (sum_model, sum_ref)
 
 
 @pytest.mark.parametrize("avg_pkts, region, prob", [

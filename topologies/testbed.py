@@ -33,7 +33,8 @@ class Testbed:
                 veth_pair(self.iface("s", port), self.switch_ns,
                           self.iface("h", port), self.tester_ns)
             self.switch = Bmv2Switch(Bmv2Config(
-                netns=self.switch_ns.name, workdir=self.workdir, log_level=self.log_level,
+                enter_netns=("ip", "netns", "exec", self.switch_ns.name),
+                workdir=self.workdir, log_level=self.log_level,
                 interfaces={port: self.iface("s", port) for port in self.ports}))
             self.switch.start()
         except BaseException:

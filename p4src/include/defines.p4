@@ -4,11 +4,13 @@
 // Fixed-point formats. This table is the contract with control_plane/fixedpoint.py,
 // which is the only code that converts physical values to and from these formats.
 //
-//   QPKT    packets * 2^16           bit<32>  avg, minth, midth, maxth, hardth
+//   QAVG    packets * 2^32           bit<64>  the average's register (QPKT = QAVG >> 16)
+//   QPKT    packets * 2^16           bit<32>  avg as the pipeline reads it, thresholds
 //   FRAC32  fraction * 2^32          bit<32>  wq, probabilities, decay factors, random draws;
 //                                             1.0 is written as 2^32 - 1 (saturated)
 //   SLOPE   probability/packet*2^32  bit<32>  pb = (slope * (avg - threshold)) >> 16
-//   USEC    microseconds             bit<32>  BMv2 timestamps, idle time, export interval
+//   USEC    microseconds             bit<32>  enq_timestamp, deq_timedelta, export interval
+//   USEC48  microseconds             bit<48>  egress_global_timestamp, idle time
 //   PKTS    packets                  bit<32>  limit, count
 //
 // All arithmetic is unsigned. Products are formed in bit<64> after widening both operands
@@ -17,6 +19,7 @@
 typedef bit<9>  port_t;
 typedef bit<48> mac_t;
 typedef bit<32> ipv4_addr_t;
+typedef bit<64> qavg_t;
 typedef bit<32> qpkt_t;
 typedef bit<32> frac32_t;
 typedef bit<32> slope_t;
@@ -35,7 +38,7 @@ const port_t CPU_PORT = 510;
 // Mirror session that clones telemetry to CPU_PORT (written by the controller).
 const bit<32> TELEMETRY_SESSION = 500;
 // Size of telemetry_t in bytes: a telemetry clone is truncated to it.
-const bit<32> TELEMETRY_BYTES = 50;
+const bit<32> TELEMETRY_BYTES = 56;
 // @field_list index of the metadata preserved in a telemetry clone.
 #define FL_TELEMETRY 1
 
@@ -83,6 +86,8 @@ const qpkt_t QPKT_MAX = 0xffffffff;
 // enq_qdepth is saturated to this before it is scaled to QPKT.
 const bit<19> QDEPTH_MAX = 0xffff;
 // Decay-table buckets above this all share the last key (a miss: the average is reset).
-const bit<32> IDLE_BUCKET_MAX = 0xffff;
+const bit<16> IDLE_BUCKET_MAX = 0xffff;
+// Entries of the idle_decay table, all ports together (up to 1024 per port).
+#define IDLE_DECAY_ENTRIES 65536
 
 #endif

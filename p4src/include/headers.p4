@@ -13,6 +13,7 @@ header telemetry_t {
     bit<32> tele_seq;        // records exported for the port in this epoch, this one included
     bit<32> enq_ts;          // USEC, arrival at the queue
     bit<32> deq_timedelta;   // USEC, sojourn in the queue
+    bit<48> egress_ts;       // USEC48, start of egress (the departure time)
     bit<32> qdepth;          // PKTS, queue the packet found on arrival
     bit<32> avg;             // QPKT, average after this packet's update
     bit<32> prob;            // FRAC32, base marking probability pb in force
@@ -117,6 +118,7 @@ struct aqm_record_t {
     @field_list(FL_TELEMETRY) bit<32> tele_seq;
     @field_list(FL_TELEMETRY) bit<32> enq_ts;
     @field_list(FL_TELEMETRY) bit<32> deq_timedelta;
+    @field_list(FL_TELEMETRY) bit<48> egress_ts;
     @field_list(FL_TELEMETRY) bit<32> qdepth;
     @field_list(FL_TELEMETRY) bit<32> avg;
     @field_list(FL_TELEMETRY) bit<32> prob;

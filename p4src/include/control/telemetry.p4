@@ -60,6 +60,7 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.telemetry.tele_seq = rec.tele_seq;
         hdr.telemetry.enq_ts = rec.enq_ts;
         hdr.telemetry.deq_timedelta = rec.deq_timedelta;
+        hdr.telemetry.egress_ts = rec.egress_ts;
         hdr.telemetry.qdepth = rec.qdepth;
         hdr.telemetry.avg = rec.avg;
         hdr.telemetry.prob = rec.prob;
