@@ -6,9 +6,10 @@ BUILD  ?= build
 P4SRC  := $(shell find p4src -name '*.p4')
 
 # Debian packages the project needs at run time (the P4 toolchain is separate: README).
-APT_PACKAGES := python3 python3-venv python3-dev python3-thrift iproute2 ethtool mininet iperf3 tcpdump
+APT_PACKAGES := python3 python3-venv python3-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay
 
-.PHONY: setup build test clean
+.PHONY: setup build test run bench clean
+EXPERIMENTS := e1 e2 e3 e4 e5 e6 e7
 
 ## setup: install Debian packages and the Python environment, then build the P4 program
 setup:
@@ -35,6 +36,18 @@ $(BUILD)/p4aqm.json: $(P4SRC) control_plane/build.py
 ## test: unit tests always; P4 tests when the toolchain is present (skips say why)
 test:
 	$(PY) -m pytest -v -ra
+
+## run: the demo — DropTail, RED, RED+ECN, MECN, AMECN on one dumbbell (~5 min, root)
+run: build
+	$(PY) -m experiments run demo
+
+## e1 ... e7: the seed papers' experiments (SPEC E1-E7), results in results/<name>/
+$(EXPERIMENTS): build
+	$(PY) -m experiments run $@
+
+## bench: data-plane and control-plane benchmarks -> results/bench/*.json (~10 min, root)
+bench:
+	$(PY) -m benchmarks
 
 clean:
 	rm -rf $(BUILD)

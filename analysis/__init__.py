@@ -1,0 +1,1 @@
+"""Metrics, tables and plots from experiment runs."""

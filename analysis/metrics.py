@@ -1,0 +1,108 @@
+"""The seed papers' metrics, computed from a run's raw data. Pure functions on plain
+numbers, so each one is tested on hand-made data with a known answer.
+
+Definitions (seed in brackets):
+- throughput: bits/s a flow put on the wire, retransmissions included; goodput: bits/s of
+  application data delivered [000, 002].
+- Jain's index: (sum x)^2 / (n sum x^2) [002].
+- lockout: flows whose goodput stays below `share` (1 %) of the fair share capacity/n
+  over the measured interval: they got (almost) nothing through [002].
+- average queue: time average of the queue (a step function between samples).
+- queueing delay: mean sojourn of the packets in the bottleneck queue.
+- loss %: packets dropped at the bottleneck over packets that arrived there.
+- utilisation: packets the bottleneck sent over what it could send in the interval.
+- network overhead: packets the sender sent beyond the minimum an uncongested network
+  needs for the same payload, in % of that minimum; receiver overhead: packets the
+  receiver got beyond that minimum (duplicates, corrupted), in % [004].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import mean, pstdev
+from typing import Iterable, Sequence
+
+
+def jain(values: Sequence[float]) -> float:
+    if not values:
+        raise ValueError("Jain's index of no flows")
+    total = sum(values)
+    squares = sum(v * v for v in values)
+    if squares == 0:
+        return 1.0  # all equal (all zero)
+    return total * total / (len(values) * squares)
+
+
+def lockout(goodputs: Sequence[float], capacity_bps: float, share: float = 0.01) -> int:
+    """Flows whose goodput is below `share` of the fair share capacity / n."""
+    if not goodputs:
+        return 0
+    fair = capacity_bps / len(goodputs)
+    return sum(1 for g in goodputs if g < share * fair)
+
+
+def time_average(times: Sequence[float], values: Sequence[float], start: float,
+                 end: float) -> float:
+    """Average over [start, end] of the step function that holds each value until the
+    next sample (the value before the first sample is the first value)."""
+    if end <= start:
+        raise ValueError("empty interval")
+    if not times:
+        raise ValueError("no samples")
+    total, current = 0.0, values[0]
+    last = start
+    for t, v in zip(times, values):
+        if t <= start:
+            current = v
+            continue
+        if t >= end:
+            break
+        total += current * (t - last)
+        last, current = t, v
+    total += current * (end - last)
+    return total / (end - start)
+
+
+def loss_percent(arrived: int, dropped: int) -> float:
+    return 100.0 * dropped / arrived if arrived else 0.0
+
+
+def utilisation(sent_packets: int, capacity_pps: float, seconds: float) -> float:
+    """Fraction of the bottleneck's packet slots used (BMv2's rate is in packets/s)."""
+    if capacity_pps <= 0 or seconds <= 0:
+        raise ValueError("capacity and interval must be > 0")
+    return sent_packets / (capacity_pps * seconds)
+
+
+def overhead_percent(packets: int, minimum: int) -> float:
+    if minimum <= 0:
+        raise ValueError("the minimum packet count must be > 0")
+    return 100.0 * (packets - minimum) / minimum
+
+
+@dataclass(frozen=True)
+class FlowRates:
+    throughput_bps: float
+    goodput_bps: float
+    retransmits: int
+
+
+def iperf3_rates(result: dict, mss: int) -> FlowRates:
+    """A flow's rates from iperf3's JSON (client side): goodput from the bytes the
+    receiver got, throughput adding the retransmitted segments."""
+    end = result["end"]
+    sent, received = end["sum_sent"], end["sum_received"]
+    seconds = received["seconds"] or sent["seconds"]
+    retransmits = int(sent.get("retransmits", 0))
+    goodput = 8 * received["bytes"] / seconds
+    throughput = 8 * (sent["bytes"] + retransmits * mss) / seconds
+    return FlowRates(throughput, goodput, retransmits)
+
+
+def summary(values: Iterable[float]) -> dict[str, float]:
+    values = list(values)
+    if not values:
+        return {"n": 0, "mean": math.nan, "sd": math.nan, "min": math.nan, "max": math.nan}
+    return {"n": len(values), "mean": mean(values), "sd": pstdev(values),
+            "min": min(values), "max": max(values)}

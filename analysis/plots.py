@@ -1,0 +1,94 @@
+"""Figures as PNG (matplotlib, Agg): queue and Pmax over time, metric comparisons,
+utilisation vs delay, per-group goodput, metric-vs-parameter sweeps."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from analysis.results import read_csv  # noqa: E402
+
+
+def queue_over_time(runs: Sequence[tuple[str, Path]], out: Path, title: str = "") -> Path:
+    """One panel per run: instantaneous queue and average (packets), Pmax if it moves."""
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.3 * len(runs) + 0.6), sharex=True,
+                             squeeze=False)
+    for ax, (label, folder) in zip(axes[:, 0], runs):
+        rows = read_csv(folder / "telemetry.csv")
+        t = [r["t"] for r in rows]
+        ax.plot(t, [r["qdepth"] for r in rows], lw=0.6, color="0.6", label="queue")
+        ax.plot(t, [r["avg"] for r in rows], lw=1.6, color="C0", label="average")
+        ax.set_ylabel("packets")
+        ax.set_title(label, fontsize=9, loc="left")
+        pmax = [r["pmax"] for r in rows]
+        if rows and not all(math.isnan(p) for p in pmax) and len(set(pmax)) > 1:
+            right = ax.twinx()
+            right.plot(t, pmax, color="C3", lw=1.2, label="Pmax")
+            right.set_ylabel("Pmax", color="C3")
+            right.set_ylim(0, 0.55)
+        ax.legend(loc="upper left", fontsize=7)
+    axes[-1, 0].set_xlabel("time (s)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def bars(labels: Sequence[str], series: dict[str, Sequence[float]], out: Path,
+         title: str = "") -> Path:
+    """One panel per metric, one bar per run."""
+    fig, axes = plt.subplots(1, len(series), figsize=(3.2 * len(series), 3.2), squeeze=False)
+    for ax, (metric, values) in zip(axes[0], series.items()):
+        ax.bar(range(len(labels)), values, color=[f"C{i}" for i in range(len(labels))])
+        ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
+        ax.set_title(metric, fontsize=9)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def lines(x_label: str, curves: dict[str, tuple[Sequence[float], Sequence[float]]],
+          y_label: str, out: Path, title: str = "", marker: str = "o") -> Path:
+    """y against x for several algorithms (sweeps, utilisation vs delay)."""
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for name, (xs, ys) in curves.items():
+        ax.plot(xs, ys, marker=marker, label=name)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float]], y_label: str,
+                 out: Path, title: str = "") -> Path:
+    """Per-group values (e.g. goodput of fragile / average / robust) for several runs."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    width = 0.8 / max(1, len(series))
+    for k, (name, values) in enumerate(series.items()):
+        ax.bar([g + k * width for g in range(len(groups))], values, width, label=name)
+    ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups)
+    ax.set_ylabel(y_label)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -1,0 +1,142 @@
+"""A run folder's raw data turned into the metrics of analysis/metrics.py (metrics.json,
+flows.csv), and several runs into one comparison table."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from analysis import metrics
+
+# iperf3 over IPv4 without TCP options beyond timestamps: 1448 bytes of payload.
+MSS = 1448
+
+
+def read_csv(path: Path) -> list[dict[str, float]]:
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return [{k: float(v) if v not in ("", "None") else math.nan for k, v in row.items()}
+                for row in csv.DictReader(f)]
+
+
+def _at(rows: list[dict], t: float) -> dict:
+    """The last counter sample at or before t (the first one if none)."""
+    chosen = rows[0]
+    for row in rows:
+        if row["t"] <= t:
+            chosen = row
+    return chosen
+
+
+def _drops(row: dict) -> float:
+    return row["prob_drops"] + row["forced_drops"] + row["overflow_drops"]
+
+
+def run_metrics(folder: Path) -> dict:
+    config = json.loads((folder / "config.json").read_text())
+    topo = config["topology"]
+    bottleneck = topo["bottleneck"]
+    pps = max(1, round(bottleneck["mbps"] * 1e6 / (8 * bottleneck["packet_bytes"])))
+    start, end = config["measure_from"], config["duration"]
+    out: dict = {"label": config["label"], "algorithm": config["aqm"]["type"],
+                 "loop": (config["loop"] or {}).get("kind"),
+                 "bottleneck_pps": pps, "window_s": [start, end]}
+
+    counters = read_csv(folder / "counters.csv")
+    if len(counters) >= 2:
+        first, last = counters[0], counters[-1]
+        arrived = last["enqueued"] - first["enqueued"]
+        # BMv2's silent tail drops: handed to the queue, never seen by egress.
+        silent = max(0.0, arrived - (last["seen_packets"] - first["seen_packets"]))
+        dropped = _drops(last) - _drops(first) + silent
+        out.update(arrived=int(arrived), dropped=int(dropped), tail_drops_bmv2=int(silent),
+                   marks=int(last["marks_ce"] + last["marks_incipient"]
+                             - first["marks_ce"] - first["marks_incipient"]),
+                   loss_percent=metrics.loss_percent(int(arrived), int(dropped)))
+        a, b = _at(counters, start), _at(counters, end)
+        sent = (b["seen_packets"] - a["seen_packets"]) - (_drops(b) - _drops(a))
+        if b["t"] > a["t"]:
+            out["utilisation"] = metrics.utilisation(int(sent), pps, b["t"] - a["t"])
+
+    telemetry = read_csv(folder / "telemetry.csv")
+    window = [r for r in telemetry if start <= r["t"] <= end]
+    if window:
+        times = [r["t"] for r in telemetry]
+        out["avg_queue"] = metrics.time_average(times, [r["avg"] for r in telemetry], start, end)
+        out["queue"] = metrics.time_average(times, [r["qdepth"] for r in telemetry], start, end)
+        out["queueing_delay_ms"] = sum(r["sojourn_ms"] for r in window) / len(window)
+        pmax = [r["pmax"] for r in window if not math.isnan(r["pmax"])]
+        if pmax:
+            out["pmax_final"] = pmax[-1]
+
+    flows = []
+    for k, flow in enumerate(config["flows"]):
+        path = folder / "flows" / f"flow{k:03d}.json"
+        try:
+            rates = metrics.iperf3_rates(json.loads(path.read_text()), MSS)
+        except (OSError, ValueError, KeyError):
+            rates = None
+        flows.append({"flow": k, "group": flow["group"], "reverse": flow["reverse"],
+                      "start": flow["start"],
+                      "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
+                      "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
+                      "retransmits": rates.retransmits if rates else -1})
+    forward = [f for f in flows if not f["reverse"] and not math.isnan(f["goodput_mbps"])]
+    out["flows_failed"] = sum(1 for f in flows if math.isnan(f["goodput_mbps"]))
+    if forward:
+        goodputs = [f["goodput_mbps"] for f in forward]
+        capacity = pps * bottleneck["packet_bytes"] * 8 / 1e6
+        out.update(goodput_mbps=sum(goodputs),
+                   throughput_mbps=sum(f["throughput_mbps"] for f in forward),
+                   retransmits=sum(f["retransmits"] for f in forward),
+                   jain=metrics.jain(goodputs),
+                   lockout=metrics.lockout(goodputs, capacity))
+        groups = sorted({f["group"] for f in forward if f["group"]})
+        if groups:
+            out["group_goodput_mbps"] = {
+                g: metrics.summary(f["goodput_mbps"] for f in forward if f["group"] == g)
+                for g in groups}
+    if flows:
+        with open(folder / "flows.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(flows[0]))
+            writer.writeheader()
+            writer.writerows(flows)
+
+    out.update(_transfers(folder))
+    rtt = folder / "rtt.json"
+    if rtt.exists():
+        out["rtt_check"] = json.loads(rtt.read_text())
+    (folder / "metrics.json").write_text(json.dumps(out, indent=1))
+    return out
+
+
+def _transfers(folder: Path) -> dict:
+    tdir = folder / "transfers"
+    clients = sorted(tdir.glob("client*.json")) if tdir.exists() else []
+    if not clients:
+        return {}
+    times, failed, count = [], 0, 0
+    for path in clients:
+        data = json.loads(path.read_text())
+        for t in data["transfers"]:
+            count += 1
+            if t["seconds"] is None or t["bytes"] != data["size"]:
+                failed += 1
+            else:
+                times.append(t["seconds"])
+    out = {"transfers": count, "transfers_failed": failed,
+           "transfer_time_s": metrics.summary(times)}
+    minimum = json.loads((tdir / "minimum.json").read_text())
+    tcp = json.loads((tdir / "tcp.json").read_text())
+    server = next(name for name in tcp if name.startswith("h"))
+    ok = count - failed
+    if ok:
+        out["network_overhead_percent"] = metrics.overhead_percent(
+            tcp[server]["OutSegs"], minimum["server_out_segs"] * count)
+        out["receiver_overhead_percent"] = metrics.overhead_percent(
+            sum(v["InSegs"] for k, v in tcp.items() if k.startswith("r")),
+            minimum["client_in_segs"] * count)
+    return out

@@ -1,0 +1,136 @@
+"""python -m benchmarks [--out results/bench] [--quick]: data-plane and control-plane
+benchmarks, one JSON document and a table. Speed is a ratio against a baseline measured
+in the same run: these machines are noisy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks import control, dataplane
+from benchmarks.dataplane import Case
+from control_plane import toolchain
+from control_plane.aqm import DropTail, Ecnm, Mecn, Red, RedEcn
+from control_plane.build import compile_program
+from experiments.runner import tool_versions
+
+console = Console(width=None if sys.stdout.isatty() else 150)
+# Parameters that leave the AQM fully on but never let it drop: the cost is the decision.
+BIG = dict(limit=100_000)
+ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG), "red_ecn": RedEcn(**BIG),
+              "ecnm": Ecnm(**BIG), "mecn": Mecn(**BIG)}
+
+
+def cases(quick: bool) -> list[Case]:
+    sizes = (64,) if quick else (64, 1500)
+    out = []
+    for size in sizes:
+        out.append(Case(f"trivial-{size}B", "trivial", frame_bytes=size))
+        out.append(Case(f"no_aqm-{size}B", "p4aqm", frame_bytes=size))
+        for name, aqm in ALGORITHMS.items():
+            out.append(Case(f"{name}-{size}B", "p4aqm", aqm, frame_bytes=size))
+    if not quick:
+        for ports in (2, 4, 8):
+            out.append(Case(f"red_ecn-64B-{ports}ports", "p4aqm", ALGORITHMS["red_ecn"],
+                            egress_ports=ports))
+        for flows in (100, 10_000):
+            out.append(Case(f"red_ecn-64B-{flows}flows", "p4aqm", ALGORITHMS["red_ecn"],
+                            flows=flows))
+    return out
+
+
+def machine() -> dict:
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                  if line.startswith("model name")), "unknown")
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("results/bench"))
+    parser.add_argument("--quick", action="store_true", help="64 B only, no sweeps, 20 s loops")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("finsy").setLevel(logging.ERROR)
+    missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
+    if missing or os.geteuid() != 0:
+        console.print(f"[red]benchmarks need the P4 toolchain and root: {missing or 'not root'}")
+        return 2
+    started = time.monotonic()
+    work = dataplane.scratch()
+    artifacts = {"p4aqm": compile_program(work / "p4aqm"),
+                 "trivial": dataplane.compile_trivial(work / "trivial")}
+    bmv2 = str(toolchain.require("simple_switch_grpc"))
+    doc = {"machine": machine(), "versions": tool_versions(),
+           "bmv2": {"binary": bmv2, "logging_macros": dataplane.bmv2_logging_macros(bmv2),
+                    "log_level": "off"},
+           "method": {"trial_seconds": dataplane.TRIAL_SECONDS,
+                      "loss_free": dataplane.LOSS_FREE, "source": "tcpreplay --pps"}}
+
+    probe = dataplane.make_pcap(work, Case("probe", "trivial"))
+    doc["source_ceiling_pps"] = dataplane.source_ceiling(work, probe)
+    console.print(f"traffic source ceiling: {doc['source_ceiling_pps']:.0f} packets/s")
+
+    results = []
+    for case in cases(args.quick):
+        result = dataplane.measure(case, artifacts, work, doc["source_ceiling_pps"])
+        results.append(result)
+        console.print(f"{case.name:28s} {result['pps']:>8} packets/s")
+    baseline = {r["frame_bytes"]: r["pps"] for r in results if r["program"] == "trivial"}
+    for r in results:
+        r["ratio_to_trivial"] = r["pps"] / baseline[r["frame_bytes"]] if baseline.get(
+            r["frame_bytes"]) else None
+        r["goal_80_percent"] = (r["ratio_to_trivial"] or 0) >= 0.8
+    doc["dataplane"] = results
+    doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
+    doc["elapsed_s"] = time.monotonic() - started
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(doc, indent=1))
+    (args.out / "latest.json").write_text(json.dumps(doc, indent=1))
+    print_tables(doc)
+    console.print(f"JSON: {path}  ({doc['elapsed_s']:.0f} s)")
+    return 0
+
+
+def print_tables(doc: dict) -> None:
+    table = Table(title=f"Data plane: loss-free packets/s (BMv2 logging macros "
+                        f"{'on' if doc['bmv2']['logging_macros'] else 'off'}, log level off; "
+                        f"source ceiling {doc['source_ceiling_pps']:.0f} pps)")
+    for column in ("case", "packets/s", "vs trivial", ">= 80 %"):
+        table.add_column(column, justify="right")
+    for r in doc["dataplane"]:
+        ratio = r.get("ratio_to_trivial")
+        table.add_row(r["case"], str(r["pps"]), f"{ratio:.2f}" if ratio else "-",
+                      "yes" if r["goal_80_percent"] else "NO")
+    console.print(table)
+    c = doc["control"]
+    table = Table(title="Control plane")
+    table.add_column("what")
+    table.add_column("figure", justify="right")
+    for name, s in c["p4runtime"].items():
+        table.add_row(f"P4Runtime {name.replace('_', ' ')}",
+                      f"median {s['median_ms']:.2f} ms, p99 {s['p99_ms']:.2f} ms (n={s['n']})")
+    for interval, s in c["loop_period"].items():
+        table.add_row(f"loop period error at {interval}",
+                      f"mean {s['mean_error_ms']:.2f} ms, worst {s['worst_error_ms']:.2f} ms "
+                      f"({s['ticks']} ticks)")
+    for label, s in c["telemetry"].items():
+        table.add_row(f"telemetry, {label}",
+                      f"{s['records_per_s']:.0f} records/s, loss {s['loss_percent']:.2f} %")
+    table.add_row("golden model", f"{c['golden_model']['packets_per_s']:.0f} packets/s")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Control-plane cost: P4Runtime write and counter-read latency, adaptation-loop period
+error, telemetry delivery, and the golden model's speed."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import finsy as fy
+
+from control_plane.aqm import DropTail, PortConfig, Red
+from control_plane.build import Artifacts
+from control_plane.controller import Controller, LoopSpec, PortView, Route
+from control_plane.dataplane import Ecn
+from control_plane.golden import Arrival, PortModel
+from control_plane.switch import AqmSwitch
+from topologies.testbed import Testbed
+
+GW_MAC, HOST_MAC = "02:00:00:00:01:fe", "02:00:00:00:02:02"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def latency_summary(seconds: list[float]) -> dict:
+    ms = [s * 1000 for s in seconds]
+    return {"n": len(ms), "median_ms": statistics.median(ms), "p99_ms": percentile(ms, 0.99),
+            "max_ms": max(ms)}
+
+
+async def p4runtime_latency(address: str, artifacts: Artifacts, ports, n: int = 1000) -> dict:
+    async with AqmSwitch(address, artifacts, ports) as sw:
+        config = PortConfig(port=2, aqm=Red(), link_pps=1000)
+        await sw.configure_port(config)
+        writes = []
+        for k in range(n):
+            maxp = 0.1 + 0.001 * (k % 100)
+            start = time.perf_counter()
+            await sw.configure_port(PortConfig(port=2, aqm=Red(maxp=maxp), link_pps=1000),
+                                    reset=False)
+            writes.append(time.perf_counter() - start)
+        reads = []
+        for _ in range(n):
+            start = time.perf_counter()
+            async for _entry in sw.sw.read(fy.P4CounterEntry("seen", index=2)):
+                pass
+            reads.append(time.perf_counter() - start)
+    return {"modify_one_parameter": latency_summary(writes),
+            "read_one_counter": latency_summary(reads)}
+
+
+def udp_frames(count: int, dst_ports: list[int]) -> list[bytes]:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    return [bytes(Ether(src="02:00:00:00:01:01", dst=GW_MAC) /
+                  IP(src="10.0.1.1", dst=f"10.0.{dst_ports[k % len(dst_ports)]}.2",
+                     id=k % 65536, tos=int(Ecn.ECT0)) / UDP(sport=1000, dport=2000) / bytes(18))
+            for k in range(count)]
+
+
+def paced_sender(bed: Testbed, frames: list[bytes], pps: float, stop: threading.Event) -> None:
+    """Bounded: sends the frames once, at pps, unless stopped first."""
+    port = bed.port(1)
+    start = time.monotonic()
+    for k, frame in enumerate(frames):
+        if stop.is_set():
+            return
+        delay = start + k / pps - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        port.send(frame)
+
+
+async def loops_and_telemetry(bed: Testbed, artifacts: Artifacts, seconds: float) -> dict:
+    """Two ARED loops (0.5 s and 0.05 s) for `seconds` under light traffic; then telemetry
+    delivery at 1 ms export and at every packet."""
+    ports = {p: PortView(PortConfig(port=p, aqm=DropTail(limit=10_000), link_pps=1000))
+             for p in bed.ports}
+    for port, interval in ((2, 0.5), (3, 0.05)):
+        ports[port] = PortView(PortConfig(port=port, aqm=Red(limit=10_000), link_pps=1000,
+                                          telemetry_interval=0.01),
+                               loop=LoopSpec("ared", interval=interval))
+    routes = [Route(f"10.0.{p}.2/32", p, GW_MAC, HOST_MAC) for p in bed.ports]
+    ctl = Controller(bed.switch.config.grpc_address, artifacts, ports, routes)
+    await ctl.start()
+    await asyncio.wait_for(ctl.ready.wait(), 30)
+    stop = threading.Event()
+    sender = asyncio.create_task(asyncio.to_thread(
+        paced_sender, bed, udp_frames(int(400 * seconds), [2, 3]), 400.0, stop))
+    await asyncio.sleep(seconds)
+    stop.set()
+    await sender
+    loops = {}
+    for port, interval in ((2, 0.5), (3, 0.05)):
+        ticks = list(ports[port].loop_ticks)
+        errors = [abs((b - a) - interval) * 1000 for a, b in zip(ticks, ticks[1:])]
+        drift = (ticks[-1] - ticks[0]) - interval * (len(ticks) - 1)
+        loops[f"{interval}s"] = {"ticks": len(ticks), "mean_error_ms": statistics.mean(errors),
+                                 "worst_error_ms": max(errors), "drift_ms": drift * 1000}
+
+    telemetry = {}
+    for label, interval, pps, secs in (("1ms export", 0.001, 2000.0, 5.0),
+                                       ("every packet", 0.0, 2000.0, 5.0)):
+        await ctl.set_port(2, None, {"telemetry_interval": str(interval)})
+        records = []
+
+        async def collect():
+            async for rec in ctl.switch.telemetry():
+                if rec.port == 2:
+                    records.append(rec)
+
+        collector = asyncio.create_task(collect())
+        await asyncio.sleep(0.2)
+        stop = threading.Event()
+        await asyncio.to_thread(paced_sender, bed, udp_frames(int(pps * secs), [2]), pps, stop)
+        await asyncio.sleep(1.0)
+        collector.cancel()
+        seqs = sorted({r.tele_seq for r in records})
+        exported = seqs[-1] - seqs[0] + 1 if seqs else 0
+        telemetry[label] = {"offered_pps": pps, "records_per_s": len(records) / secs,
+                            "exported": exported, "delivered": len(seqs),
+                            "loss_percent": 100.0 * (exported - len(seqs)) / exported
+                            if exported else 100.0}
+    await ctl.stop()
+    return {"loop_period": loops, "telemetry": telemetry}
+
+
+def golden_model_speed(n: int = 200_000) -> dict:
+    program = PortConfig(port=2, aqm=Red(wq=0.05, limit=10_000), link_pps=1000,
+                         telemetry_interval=0.0).encode()
+    model = PortModel(program, epoch=1)
+    arrivals = [Arrival(qdepth=(k * 7) % 40, enq_ts=k * 100, deq_timedelta=50,
+                        ecn=Ecn.ECT0, length=100, ip_id=k % 65536) for k in range(n)]
+    start = time.perf_counter()
+    for a in arrivals:
+        model.process(a)
+    elapsed = time.perf_counter() - start
+    return {"packets": n, "packets_per_s": n / elapsed}
+
+
+def run(workdir: Path, artifacts: Artifacts, loop_seconds: float) -> dict:
+    with Testbed(workdir=workdir / "control", ports=(1, 2, 3), log_level="off") as bed:
+        latency = asyncio.run(p4runtime_latency(bed.switch.config.grpc_address, artifacts,
+                                                bed.ports))
+    with Testbed(workdir=workdir / "loops", ports=(1, 2, 3), log_level="off") as bed:
+        loops = asyncio.run(loops_and_telemetry(bed, artifacts, loop_seconds))
+    return {"p4runtime": latency, **loops, "golden_model": golden_model_speed()}

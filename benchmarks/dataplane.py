@@ -1,0 +1,160 @@
+"""Data-plane cost: the highest loss-free packet rate one simple_switch_grpc forwards, with
+our pipeline and each AQM, without AQM, and with a trivial one-table program.
+
+Traffic: tcpreplay paces a pcap of UDP frames into switch port 1 at a set rate; the
+tester counts what leaves the egress ports (interface counters, no per-packet work).
+A rate is loss-free when at least 99.9 % arrives; the search bisects between a rate that
+passed and one that failed. The source's own ceiling is measured into a bare veth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import finsy as fy
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
+
+from control_plane.aqm import Aqm, PortConfig
+from control_plane.build import Artifacts
+from control_plane.switch import AqmSwitch
+from topologies.netns import NetNS, veth_pair
+from topologies.testbed import Testbed
+
+TRIAL_SECONDS = 1.5
+LOSS_FREE = 0.999
+SRC_MAC, DST_MAC, GW_MAC = "02:00:00:00:01:01", "02:00:00:00:02:02", "02:00:00:00:01:fe"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    program: str                   # "p4aqm" or "trivial"
+    aqm: Aqm | None = None         # None with p4aqm: no aqm_config entry (AQM disabled)
+    frame_bytes: int = 64
+    egress_ports: int = 1
+    flows: int = 1
+
+
+def make_pcap(folder: Path, case: Case) -> Path:
+    """One frame per flow (distinct 5-tuples), spread over the egress ports by address."""
+    frames = []
+    for k in range(case.flows):
+        port = 2 + k % case.egress_ports
+        pkt = (Ether(src=SRC_MAC, dst=GW_MAC) /
+               IP(src="10.0.1.1", dst=f"10.0.{port}.2", tos=2) /
+               UDP(sport=1024 + k % 60000, dport=9000 + k // 60000))
+        pad = max(0, case.frame_bytes - len(pkt))
+        frames.append(pkt / bytes(pad))
+    path = folder / f"{case.frame_bytes}b-{case.flows}f-{case.egress_ports}p.pcap"
+    wrpcap(str(path), frames)
+    return path
+
+
+def rx_packets(ns: NetNS, iface: str) -> int:
+    return int(ns.exec("cat", f"/sys/class/net/{iface}/statistics/rx_packets"))
+
+
+def replay(ns: NetNS, iface: str, pcap: Path, pps: int, seconds: float) -> float:
+    """Send for `seconds` at `pps`; returns the rate tcpreplay reports it achieved."""
+    loops = max(1, round(pps * seconds))
+    out = ns.exec("tcpreplay", "-q", "-i", iface, f"--pps={pps}", f"--limit={loops}",
+                  "--loop=0", str(pcap))
+    match = re.search(r"Rated: [\d.]+ Bps, [\d.]+ Mbps, ([\d.]+) pps", out)
+    return float(match.group(1)) if match else float("nan")
+
+
+def source_ceiling(workdir: Path, pcap: Path) -> float:
+    """tcpreplay --topspeed into a veth whose other end is a sink: the source's limit."""
+    tag = f"aqsrc{int(time.time()) % 100000}"
+    a, b = NetNS.create(f"{tag}-a"), NetNS.create(f"{tag}-b")
+    try:
+        veth_pair(f"{tag}x", a, f"{tag}y", b)
+        before = rx_packets(b, f"{tag}y")
+        start = time.monotonic()
+        a.exec("tcpreplay", "-q", "-i", f"{tag}x", "--topspeed", "--limit=300000", "--loop=0",
+               str(pcap))
+        elapsed = time.monotonic() - start
+        return (rx_packets(b, f"{tag}y") - before) / elapsed
+    finally:
+        a.delete()
+        b.delete()
+
+
+async def program_switch(bed: Testbed, case: Case, artifacts: dict[str, Artifacts]) -> None:
+    address = bed.switch.config.grpc_address
+    if case.program == "trivial":
+        options = fy.SwitchOptions(p4info=artifacts["trivial"].p4info_txt,
+                                   p4blob=artifacts["trivial"].bmv2_json, p4force=True)
+        async with fy.Switch("trivial", address, options) as sw:
+            await sw.write([+fy.P4TableEntry("port_forward", match=fy.Match(ingress_port=1),
+                                             action=fy.Action("forward", port=2))])
+        return
+    async with AqmSwitch(address, artifacts["p4aqm"], bed.ports) as sw:
+        for port in bed.ports[1:]:
+            await sw.add_route(f"10.0.{port}.2/32", port, GW_MAC, DST_MAC)
+            if case.aqm is not None:
+                await sw.configure_port(PortConfig(port=port, aqm=case.aqm, link_pps=100_000))
+
+
+def measure(case: Case, artifacts: dict[str, Artifacts], workdir: Path,
+            ceiling: float) -> dict:
+    ports = tuple(range(1, case.egress_ports + 2))
+    with Testbed(workdir=workdir / case.name, ports=ports, log_level="off") as bed:
+        asyncio.run(program_switch(bed, case, artifacts))
+        pcap = make_pcap(workdir, case)
+        tx = bed.iface("h", 1)
+        outs = [bed.iface("h", p) for p in ports[1:]]
+
+        def trial(pps: int) -> tuple[bool, float, float]:
+            before = sum(rx_packets(bed.tester_ns, i) for i in outs)
+            achieved = replay(bed.tester_ns, tx, pcap, pps, TRIAL_SECONDS)
+            time.sleep(0.3)
+            got = sum(rx_packets(bed.tester_ns, i) for i in outs) - before
+            sent = max(1, round(pps * TRIAL_SECONDS))
+            return got >= LOSS_FREE * sent, got / sent, achieved
+
+        good, bad = 1000, int(min(ceiling, 200_000))
+        ok, _, _ = trial(good)
+        if not ok:
+            return {"case": case.name, "pps": 0, "note": "loses packets even at 1000 pps"}
+        while bad / good > 1.05:
+            mid = int((good * bad) ** 0.5)
+            ok, delivered, achieved = trial(mid)
+            if ok:
+                good = mid
+            else:
+                bad = mid
+        return {"case": case.name, "program": case.program,
+                "aqm": type(case.aqm).__name__ if case.aqm else None,
+                "frame_bytes": case.frame_bytes, "egress_ports": case.egress_ports,
+                "flows": case.flows, "pps": good, "first_failing_pps": bad}
+
+
+def compile_trivial(folder: Path) -> Artifacts:
+    from control_plane.build import compile_program
+    return compile_program(folder, Path(__file__).with_name("trivial.p4"))
+
+
+def scratch() -> Path:
+    return Path(tempfile.mkdtemp(prefix="p4aqm-bench-"))
+
+
+def bmv2_logging_macros(binary: str) -> bool:
+    """Were BMv2's logging macros compiled in? Their debug strings are then in the binary
+    or in the BMv2 libraries it links."""
+    libs = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    files = [binary] + re.findall(r"=> (\S*(?:bm|simpleswitch)\S*) ", libs)
+    for path in files:
+        found = subprocess.run(["grep", "-c", "Extracting header", path], capture_output=True,
+                               text=True)
+        if found.stdout.strip() not in ("", "0"):
+            return True
+    return False

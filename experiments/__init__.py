@@ -1,0 +1,1 @@
+"""Experiments: the seed papers' runs, scaled to BMv2, and the demo."""

@@ -1,0 +1,115 @@
+"""python -m experiments {list, run NAME}: the demo and the seed experiments."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from analysis.results import run_metrics
+from control_plane import toolchain
+from control_plane.build import compile_program
+from experiments.catalog import EXPERIMENTS, plan_e7
+from experiments.runner import Run
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path]) -> None:
+    if rows:
+        with open(folder / "summary.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    lines = [f"# {experiment.title}", "", f"Scaling: {experiment.scaling}", "",
+             "Paper's claims:", *[f"- {c}" for c in experiment.claims], ""]
+    if rows:
+        lines += ["| " + " | ".join(rows[0]) + " |",
+                  "|" + "---|" * len(rows[0])]
+        lines += ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]
+    lines += ["", "Figures:", *[f"- {p.name}" for p in figures]]
+    (folder / "summary.md").write_text("\n".join(lines) + "\n")
+
+
+def run(name: str, out: Path, loss: float, log_level: str) -> int:
+    experiment = EXPERIMENTS[name]
+    if experiment.waiting_for:
+        console.print(f"[yellow]{name}: not runnable yet, waiting for {experiment.waiting_for}")
+        return 3
+    missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
+    if missing:
+        console.print(f"[red]{name}: needs the P4 toolchain: {missing}")
+        return 2
+    specs = plan_e7(loss) if name == "e7" else experiment.plan()
+    folder = out.resolve() / name / time.strftime("%Y%m%d-%H%M%S")
+    folder.mkdir(parents=True)
+    artifacts = compile_program(folder / "build")
+    console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs -> {folder}")
+    results = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),
+                  TimeRemainingColumn(), console=console) as progress:
+        overall = progress.add_task("all runs", total=len(specs), what="")
+        for spec in specs:
+            task = progress.add_task(spec.label, total=spec.duration, what="")
+            def update(done, total, what, task=task):
+                progress.update(task, completed=done, total=total, what=what)
+            Run(spec, folder / spec.label, artifacts, update, log_level).execute()
+            metrics = run_metrics(folder / spec.label)
+            results.append((spec, folder / spec.label, metrics))
+            progress.update(task, completed=spec.duration, what="done")
+            progress.advance(overall)
+    rows, figures = experiment.report(results, folder)
+    write_summary(folder, experiment, rows, figures)
+    table = Table(title=experiment.title)
+    for column in rows[0] if rows else []:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*[str(v) for v in row.values()])
+    console.print(table)
+    console.print("Paper's claims:\n" + "\n".join(f"  - {c}" for c in experiment.claims))
+    for spec, f, m in results:
+        for check in m.get("rtt_check", [])[:1]:
+            console.print(f"  {spec.label}: ping {check['from']}->{check['to']} "
+                          f"{check['avg_ms']:.1f} ms (configured {check['expected_ms']:.1f} ms)")
+    console.print(f"Summary: {folder / 'summary.md'}\nPlots: " + ", ".join(str(p) for p in figures))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the experiments and what each needs")
+    go = sub.add_parser("run", help="run one experiment")
+    go.add_argument("name", choices=sorted(EXPERIMENTS))
+    go.add_argument("--out", type=Path, default=Path("results"))
+    go.add_argument("--loss", type=float, default=0.0, help="E7: random loss on access links")
+    go.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("finsy").setLevel(logging.ERROR)
+    # Stopping a run, however it is asked for, goes through its clean-up: SIGTERM too, and
+    # SIGINT even when a background shell started us with it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if args.command == "list":
+        for name, e in EXPERIMENTS.items():
+            state = f"waiting for {e.waiting_for}" if e.waiting_for else "ready"
+            console.print(f"{name:5s} {e.title} ({state})")
+        return 0
+    try:
+        return run(args.name, args.out, args.loss, args.log_level)
+    except KeyboardInterrupt:
+        console.print("[red]interrupted: everything the run started has been stopped")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,353 @@
+"""Running one experiment: topology up, controller on, delay checked, traffic, raw data
+saved, everything stopped (also on Ctrl-C or error), metrics computed.
+
+A run's folder holds:
+  config.json      the RunSpec, as run
+  versions.json    p4c, BMv2, kernel, iperf3, Python packages
+  rtt.json         measured ping RTT per sender/receiver pair against the configured one
+  telemetry.csv    bottleneck telemetry: time, average, depth, probability, sojourn, Pmax
+  counters.csv     bottleneck counters once a second
+  flows/*.json     iperf3 output of every flow (client side)
+  transfers/*.json short-transfer client results; tcp.json per-host TCP segment counts
+  s1/              the switch's log; d*.json the delay lines' counters
+  metrics.json     computed metrics (see analysis/metrics.py); flows.csv per flow
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import logging
+import platform
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, fields, is_dataclass
+from pathlib import Path
+
+from control_plane import fixedpoint as fp
+from control_plane.aqm import DropTail, PortConfig
+from control_plane.build import Artifacts
+from control_plane.controller import Controller, PortView, Route
+from control_plane.toolchain import find
+from experiments.spec import RunSpec
+from topologies.dumbbell import Dumbbell
+
+LOG = logging.getLogger("p4aqm.run")
+IPERF_BASE_PORT = 5201
+# Seconds past the run's end before late traffic processes are interrupted.
+GRACE = 20.0
+TRANSFER_PORT = 8000
+# Queues other than the bottleneck never drop (seed 004: "adequately provisioned").
+WIDE_QUEUE = 10_000
+
+
+class DelayNotDelivered(RuntimeError):
+    """The measured RTT is not the configured one: the run would measure something else."""
+
+
+def jsonable(value):
+    if is_dataclass(value):
+        out = {f.name: jsonable(getattr(value, f.name)) for f in fields(value)}
+        out["type"] = type(value).__name__
+        return out
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def tool_versions() -> dict:
+    def first_line(cmd):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+            return (out.stdout or out.stderr).strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "unavailable"
+    versions = {"kernel": platform.release(), "python": platform.python_version(),
+                "iperf3": first_line(["iperf3", "--version"])}
+    for tool, flag in (("p4c", "--version"), ("simple_switch_grpc", "--version")):
+        path = find(tool)
+        versions[tool] = first_line([str(path), flag]) if path else "missing"
+    from importlib.metadata import version
+    for package in ("finsy", "scapy", "matplotlib"):
+        try:
+            versions[package] = version(package)
+        except Exception:
+            versions[package] = "missing"
+    return versions
+
+
+class ControllerThread:
+    """The asyncio controller in a thread of its own, beside Mininet's blocking calls."""
+
+    def __init__(self, ctl: Controller):
+        self.ctl = ctl
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                       name="controller")
+        self.thread.start()
+
+    def call(self, coro, timeout: float = 60.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def spawn(self, coro) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def close(self) -> None:
+        async def cancel_rest() -> None:
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+        try:
+            self.call(self.ctl.stop(), timeout=15)
+            self.call(cancel_rest(), timeout=15)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+
+
+class Recorder:
+    """Telemetry and counters of the bottleneck, timestamped from the run's start."""
+
+    def __init__(self, ctl: Controller, port: int, t0: float):
+        self.ctl, self.port, self.t0 = ctl, port, t0
+        self.telemetry: list[dict] = []
+        self.counters: list[dict] = []
+        self.running = True
+
+    def pmax(self) -> float | None:
+        aqm = self.ctl.ports[self.port].config.aqm
+        return getattr(aqm, "maxp", getattr(aqm, "p1max", None))
+
+    async def record_telemetry(self) -> None:
+        async for rec in self.ctl.switch.telemetry():
+            if not self.running:
+                return
+            if rec.port != self.port:
+                continue
+            self.telemetry.append({
+                "t": time.monotonic() - self.t0, "avg": rec.avg_packets, "qdepth": rec.qdepth,
+                "prob": fp.from_frac32(rec.prob), "sojourn_ms": rec.deq_timedelta / 1000,
+                "pmax": self.pmax()})
+
+    async def sample_counters(self, period: float = 1.0) -> None:
+        while self.running:
+            try:
+                c = await self.ctl.switch.read_counters(self.port)
+                enqueued = await self.ctl.switch.read_enqueued(self.port)
+                self.counters.append({"t": time.monotonic() - self.t0, "enqueued": enqueued,
+                                      **asdict(c)})
+            except Exception as err:  # a sample lost to a reconnect is not fatal
+                LOG.debug("counter sample failed: %s", err)
+            await asyncio.sleep(period)
+
+    def write(self, folder: Path) -> None:
+        for name, rows in (("telemetry.csv", self.telemetry), ("counters.csv", self.counters)):
+            if rows:
+                with open(folder / name, "w", newline="") as out:
+                    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+                    writer.writeheader()
+                    writer.writerows(rows)
+
+
+def tcp_counters(host) -> dict[str, int]:
+    """The host namespace's TCP segment counters (/proc/net/snmp)."""
+    lines = [line.split() for line in host.cmd("cat /proc/net/snmp").splitlines()
+             if line.startswith("Tcp:")]
+    return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:])}
+
+
+class Run:
+    def __init__(self, spec: RunSpec, folder: Path, artifacts: Artifacts,
+                 on_progress=None, log_level: str = "off"):
+        spec.check()
+        self.spec, self.folder, self.artifacts = spec, folder, artifacts
+        self.on_progress = on_progress or (lambda done, total, what: None)
+        self.log_level = log_level
+        self.processes: list[subprocess.Popen] = []
+
+    def execute(self) -> Path:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "config.json").write_text(json.dumps(jsonable(self.spec), indent=1))
+        (self.folder / "versions.json").write_text(json.dumps(tool_versions(), indent=1))
+        topo = Dumbbell(self.spec.topology, self.folder, self.log_level)
+        controller = None
+        try:
+            self.on_progress(0, self.spec.duration, "starting the topology")
+            topo.start()
+            controller = self._start_controller(topo)
+            self._check_delay(topo)
+            recorder = Recorder(controller.ctl, topo.bottleneck_port, time.monotonic())
+            controller.spawn(recorder.record_telemetry())
+            controller.spawn(recorder.sample_counters())
+            minimum = self._calibrate(topo) if self.spec.transfers else None
+            recorder.t0 = time.monotonic()
+            self._traffic(topo, recorder)
+            recorder.running = False
+            time.sleep(1.2)
+            recorder.write(self.folder)
+            (self.folder / "events.json").write_text(json.dumps(
+                [asdict(e) for e in controller.ctl.events], indent=1))
+            if minimum is not None:
+                (self.folder / "transfers" / "minimum.json").write_text(json.dumps(minimum))
+        finally:
+            for proc in self.processes:
+                if proc.poll() is None:
+                    proc.terminate()
+            for proc in self.processes:
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+            if controller is not None:
+                controller.close()
+            topo.stop()
+        return self.folder
+
+    def _start_controller(self, topo: Dumbbell) -> ControllerThread:
+        spec = self.spec
+        bn = spec.topology.bottleneck
+        ports = {}
+        for port in topo.ports():
+            if port == topo.bottleneck_port:
+                config = PortConfig(port=port, aqm=spec.aqm, link_pps=bn.pps,
+                                    telemetry_interval=spec.telemetry_interval)
+                ports[port] = PortView(config, loop=spec.loop)
+            else:
+                ports[port] = PortView(PortConfig(port=port, aqm=DropTail(limit=WIDE_QUEUE),
+                                                  link_pps=10 * bn.pps))
+        routes = [Route(*route) for route in topo.routes()]
+        ctl = Controller(topo.switch.grpc_address, self.artifacts, ports, routes)
+        thread = ControllerThread(ctl)
+        thread.call(ctl.start())
+        thread.call(asyncio.wait_for(ctl.ready.wait(), 30))
+        for port in topo.ports():
+            if port == topo.bottleneck_port:
+                topo.switch.bmv2.set_queue(port, rate_pps=bn.pps, depth=bn.buffer)
+            else:
+                topo.switch.bmv2.set_queue(port, depth=WIDE_QUEUE)
+        return thread
+
+    def _check_delay(self, topo: Dumbbell) -> None:
+        """Ping each sender to each receiver; refuse to run on a delay that is not there."""
+        results = []
+        for i, s in enumerate(topo.senders):
+            for j, r in enumerate(topo.receivers):
+                if j not in (0, i % len(topo.receivers)):
+                    continue
+                out = topo.host(s).cmd(f"ping -c 5 -i 0.2 -W 2 {r.ip}")
+                match = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
+                expected = self.spec.topology.expected_rtt(i, j) * 1000
+                if match is None:
+                    raise DelayNotDelivered(f"{s.name} cannot ping {r.name}: {out.strip()}")
+                measured = float(match.group(2))
+                results.append({"from": s.name, "to": r.name, "expected_ms": expected,
+                                "min_ms": float(match.group(1)), "avg_ms": measured,
+                                "max_ms": float(match.group(3))})
+                if abs(measured - expected) > max(3.0, 0.2 * expected):
+                    raise DelayNotDelivered(
+                        f"{s.name} -> {r.name}: ping RTT {measured:.1f} ms, configured "
+                        f"{expected:.1f} ms")
+        (self.folder / "rtt.json").write_text(json.dumps(results, indent=1))
+
+    def _calibrate(self, topo: Dumbbell) -> dict:
+        """Segments one transfer takes alone, in the uncongested network (seed 004's minimum)."""
+        server, client = topo.host(topo.senders[0]), topo.host(topo.receivers[0])
+        cc = self.spec.topology.congestion_control
+        self._start(server, [sys.executable, "-m", "experiments.transfer", "serve", "--port",
+                             str(TRANSFER_PORT), "--cc", cc], wait_ready=True)
+        before_s, before_c = tcp_counters(server), tcp_counters(client)
+        out = self.folder / "transfers"
+        out.mkdir(exist_ok=True)
+        result = client.popen([sys.executable, "-m", "experiments.transfer", "fetch", "--server",
+                               topo.senders[0].ip, "--port", str(TRANSFER_PORT), "--count", "1",
+                               "--size", str(self.spec.transfers.size), "--cc", cc,
+                               "--out", str(out / "calibration.json")], cwd=str(REPO))
+        if result.wait(120) != 0:
+            raise RuntimeError("calibration transfer failed")
+        time.sleep(0.5)
+        after_s, after_c = tcp_counters(server), tcp_counters(client)
+        return {"server_out_segs": after_s["OutSegs"] - before_s["OutSegs"],
+                "client_in_segs": after_c["InSegs"] - before_c["InSegs"]}
+
+    def _start(self, host, argv: list[str], stdout=None, wait_ready=False) -> subprocess.Popen:
+        proc = host.popen(argv, stdout=stdout or subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, cwd=str(REPO))
+        self.processes.append(proc)
+        if wait_ready:
+            line = proc.stdout.readline()
+            if line.strip() != "ready":
+                raise RuntimeError(f"{' '.join(argv)} on {host.name} failed: {line}")
+        return proc
+
+    def _traffic(self, topo: Dumbbell, recorder: Recorder) -> None:
+        spec = self.spec
+        flows_dir = self.folder / "flows"
+        flows_dir.mkdir(exist_ok=True)
+        pending = []
+        for k, flow in enumerate(spec.flows):
+            data_src = topo.receivers[flow.receiver] if flow.reverse else topo.senders[flow.sender]
+            data_dst = topo.senders[flow.sender] if flow.reverse else topo.receivers[flow.receiver]
+            port = IPERF_BASE_PORT + k
+            self._start(topo.host(data_dst), ["iperf3", "-s", "-1", "-p", str(port)],
+                        stdout=subprocess.DEVNULL)
+            duration = flow.duration or spec.duration - flow.start
+            argv = ["iperf3", "-c", data_dst.ip, "-p", str(port), "-t", f"{duration:.2f}",
+                    "-C", spec.topology.congestion_control, "--json", "-i", "1"]
+            if flow.window:
+                argv += ["-w", str(flow.window)]
+            pending.append((flow.start, topo.host(data_src), argv, flows_dir / f"flow{k:03d}.json"))
+        if spec.transfers:
+            (self.folder / "transfers").mkdir(exist_ok=True)
+            before = {h.name: tcp_counters(topo.host(h)) for h in topo.senders[:1] + topo.receivers}
+            for j, r in enumerate(topo.receivers):
+                argv = [sys.executable, "-m", "experiments.transfer", "fetch", "--server",
+                        topo.senders[0].ip, "--port", str(TRANSFER_PORT),
+                        "--count", str(spec.transfers.count), "--size", str(spec.transfers.size),
+                        "--cc", spec.topology.congestion_control,
+                        "--out", str(self.folder / "transfers" / f"client{j:02d}.json")]
+                pending.append((0.0, topo.host(r), argv, None))
+        time.sleep(0.5)  # servers listening
+        start = time.monotonic()
+        recorder.t0 = start
+        clients = []
+        stopped_late = False
+        pending.sort(key=lambda p: p[0])
+        while pending or any(c.poll() is None for c in clients):
+            now = time.monotonic() - start
+            while pending and pending[0][0] <= now:
+                _, host, argv, out = pending.pop(0)
+                stdout = open(out, "w") if out else subprocess.DEVNULL
+                proc = host.popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, cwd=str(REPO))
+                self.processes.append(proc)
+                clients.append(proc)
+            if now > spec.duration + GRACE and not stopped_late:
+                # iperf3 needs its control connection to end a test; across a congested
+                # link that can take long. Interrupted, it still writes what it measured.
+                late = [c for c in clients if c.poll() is None]
+                LOG.warning("%d traffic processes still running %.0f s into a %.0f s run; "
+                            "interrupting them", len(late), now, spec.duration)
+                for proc in late:
+                    proc.send_signal(signal.SIGINT)
+                stopped_late = True
+            if now > spec.duration + 2 * GRACE:
+                raise TimeoutError(f"traffic still running {now:.0f} s into a "
+                                   f"{spec.duration:.0f} s run")
+            self.on_progress(min(now, spec.duration), spec.duration, "traffic")
+            time.sleep(0.05 if pending else 0.25)
+        if spec.transfers:
+            after = {h.name: tcp_counters(topo.host(h)) for h in topo.senders[:1] + topo.receivers}
+            (self.folder / "transfers" / "tcp.json").write_text(json.dumps(
+                {name: {k: after[name][k] - before[name][k] for k in after[name]}
+                 for name in after}, indent=1))
+        self.on_progress(spec.duration, spec.duration, "done")
+
+
+REPO = Path(__file__).resolve().parent.parent

@@ -1,0 +1,59 @@
+"""What a run is: topology, the bottleneck's AQM (and loop), traffic, measurement window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from control_plane.aqm import Aqm
+from control_plane.controller import LoopSpec
+from topologies.dumbbell import DumbbellSpec
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A long-lived TCP flow (iperf3). sender/receiver index the dumbbell's hosts; a
+    reverse flow sends from the receiver side to the sender side (ACK-path traffic)."""
+
+    sender: int
+    receiver: int
+    start: float = 0.0
+    duration: float | None = None   # None: until the run ends
+    window: int | None = None       # bytes: caps the flow's window (iperf3 -w)
+    reverse: bool = False
+    group: str = ""                 # e.g. fragile / average / robust
+
+
+@dataclass(frozen=True)
+class Transfers:
+    """Seed 004's clients: every receiver fetches `count` files of `size` bytes, one after
+    the other, from a server on sender 0."""
+
+    count: int = 11
+    size: int = 100 * 1024
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    experiment: str
+    label: str
+    topology: DumbbellSpec
+    aqm: Aqm
+    duration: float
+    flows: tuple[Flow, ...] = ()
+    transfers: Transfers | None = None
+    loop: LoopSpec | None = None
+    measure_from: float = 0.0        # metrics skip the warm-up before this time (s)
+    telemetry_interval: float = 0.01
+
+    def check(self) -> None:
+        n_send, n_recv = len(self.topology.senders), len(self.topology.receivers)
+        for flow in self.flows:
+            if not (0 <= flow.sender < n_send and 0 <= flow.receiver < n_recv):
+                raise ValueError(f"{self.label}: flow {flow} names a host the topology lacks")
+            end = flow.start + (flow.duration or 0)
+            if flow.start < 0 or end > self.duration:
+                raise ValueError(f"{self.label}: flow {flow} runs outside [0, {self.duration}] s")
+        if not self.flows and self.transfers is None:
+            raise ValueError(f"{self.label}: no traffic")
+        if not 0 <= self.measure_from < self.duration:
+            raise ValueError(f"{self.label}: measure_from must be inside the run")

@@ -1,0 +1,117 @@
+"""Every metric on hand-made data with a known answer."""
+
+import json
+import math
+
+import pytest
+
+from analysis import metrics
+from analysis.results import run_metrics
+
+
+def test_jain():
+    assert metrics.jain([5, 5, 5, 5]) == 1.0
+    assert metrics.jain([1, 0, 0, 0]) == pytest.approx(0.25)
+    assert metrics.jain([1, 2, 3]) == pytest.approx(36 / (3 * 14))
+    assert metrics.jain([0, 0]) == 1.0
+    with pytest.raises(ValueError):
+        metrics.jain([])
+
+
+def test_lockout():
+    # 10 Mb/s over 4 flows: fair share 2.5, 1 % of it is 0.025.
+    assert metrics.lockout([3.0, 3.0, 4.0, 0.02], 10.0) == 1
+    assert metrics.lockout([2.5] * 4, 10.0) == 0
+    assert metrics.lockout([], 10.0) == 0
+
+
+def test_time_average_of_a_step_function():
+    t = [0.0, 1.0, 3.0]
+    v = [10.0, 20.0, 0.0]
+    assert metrics.time_average(t, v, 0.0, 4.0) == pytest.approx((10 + 40 + 0) / 4)
+    assert metrics.time_average(t, v, 2.0, 4.0) == pytest.approx((20 + 0) / 2)
+    assert metrics.time_average(t, v, 0.5, 1.5) == pytest.approx(15.0)
+    with pytest.raises(ValueError):
+        metrics.time_average(t, v, 2.0, 2.0)
+
+
+def test_loss_utilisation_overhead():
+    assert metrics.loss_percent(200, 5) == 2.5
+    assert metrics.loss_percent(0, 0) == 0.0
+    assert metrics.utilisation(900, 100.0, 10.0) == 0.9
+    assert metrics.overhead_percent(110, 100) == pytest.approx(10.0)
+    with pytest.raises(ValueError):
+        metrics.overhead_percent(1, 0)
+
+
+def iperf(sent_bytes, received_bytes, seconds, retransmits):
+    return {"end": {"sum_sent": {"bytes": sent_bytes, "seconds": seconds,
+                                 "retransmits": retransmits},
+                    "sum_received": {"bytes": received_bytes, "seconds": seconds}}}
+
+
+def test_iperf3_rates_throughput_counts_retransmissions():
+    rates = metrics.iperf3_rates(iperf(1_000_000, 990_000, 10.0, 50), mss=1000)
+    assert rates.goodput_bps == pytest.approx(8 * 990_000 / 10)
+    assert rates.throughput_bps == pytest.approx(8 * (1_000_000 + 50_000) / 10)
+    assert rates.retransmits == 50
+
+
+def test_summary():
+    s = metrics.summary([1.0, 2.0, 3.0])
+    assert (s["n"], s["mean"], s["min"], s["max"]) == (3, 2.0, 1.0, 3.0)
+    assert s["sd"] == pytest.approx(math.sqrt(2 / 3))
+    assert math.isnan(metrics.summary([])["mean"])
+
+
+def write_run(folder, flows, counters, telemetry, measure_from=1.0, duration=3.0):
+    config = {"label": "x", "aqm": {"type": "Red"}, "loop": None, "measure_from": measure_from,
+              "duration": duration, "flows": [{"group": g, "reverse": False, "start": 0.0}
+                                              for g, _ in flows],
+              "topology": {"bottleneck": {"mbps": 1.2, "packet_bytes": 1500}}}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "flows").mkdir()
+    for k, (_, result) in enumerate(flows):
+        (folder / "flows" / f"flow{k:03d}.json").write_text(json.dumps(result))
+    for name, rows in (("counters.csv", counters), ("telemetry.csv", telemetry)):
+        with open(folder / name, "w") as f:
+            f.write(",".join(rows[0]) + "\n")
+            for row in rows:
+                f.write(",".join(str(v) for v in row.values()) + "\n")
+
+
+def counter_row(t, enqueued, seen, prob=0, forced=0, overflow=0, marks=0):
+    return {"t": t, "enqueued": enqueued, "seen_packets": seen, "seen_bytes": 0,
+            "prob_drops": prob, "forced_drops": forced, "overflow_drops": overflow,
+            "notect_drops": 0, "marks_incipient": 0, "marks_ce": marks}
+
+
+def test_run_metrics_from_a_hand_made_run(tmp_path):
+    """100 packets/s bottleneck (1.2 Mb/s of 1500 B), 3 s; window [1, 3]."""
+    flows = [("robust", iperf(3_000_000, 3_000_000, 3.0, 0)),
+             ("fragile", iperf(1_000_000, 1_000_000, 3.0, 10))]
+    counters = [counter_row(0.0, 0, 0), counter_row(1.0, 100, 98, prob=2, marks=5),
+                counter_row(3.0, 310, 300, prob=6, forced=4, marks=20)]
+    telemetry = [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0,
+                  "pmax": 0.1},
+                 {"t": 1.0, "avg": 4.0, "qdepth": 6, "prob": 0.01, "sojourn_ms": 60.0,
+                  "pmax": 0.1},
+                 {"t": 2.0, "avg": 8.0, "qdepth": 10, "prob": 0.05, "sojourn_ms": 100.0,
+                  "pmax": 0.2}]
+    write_run(tmp_path, flows, counters, telemetry)
+    m = run_metrics(tmp_path)
+    # Silent BMv2 drops: 310 handed to the queue, 300 seen by egress.
+    assert m["tail_drops_bmv2"] == 10 and m["dropped"] == 6 + 4 + 10
+    assert m["loss_percent"] == pytest.approx(100 * 20 / 310)
+    assert m["marks"] == 20
+    # Window [1, 3]: sent (300 - 98) - (10 - 2) = 194 over 2 s of 100 packets/s.
+    assert m["utilisation"] == pytest.approx(194 / 200)
+    assert m["avg_queue"] == pytest.approx((4 + 8) / 2)
+    assert m["queue"] == pytest.approx((6 + 10) / 2)
+    assert m["queueing_delay_ms"] == pytest.approx(80.0)
+    assert m["pmax_final"] == 0.2
+    assert m["goodput_mbps"] == pytest.approx((8 * 3 + 8 * 1) / 3)
+    assert m["jain"] == pytest.approx(metrics.jain([8.0, 8 / 3]))
+    assert m["group_goodput_mbps"]["robust"]["mean"] == pytest.approx(8.0)
+    assert m["lockout"] == 0
+    assert (tmp_path / "metrics.json").exists() and (tmp_path / "flows.csv").exists()

@@ -1,0 +1,211 @@
+"""Mininet nodes: the p4aqm switch (BMv2), a delay line, an L2 bridge, and host set-up.
+
+Every node lives in its own network namespace (BMv2's Thrift server binds every address
+of its namespace) and every process a node starts is stopped by its own PID.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dataclasses import dataclass
+
+from mininet.link import Link
+from mininet.net import Mininet
+from mininet.node import Host, Node, Switch
+
+from control_plane.bmv2 import Bmv2Config, Bmv2Switch
+
+
+@dataclass(frozen=True)
+class Access:
+    """A host's link: rate (Mbit/s, None = unshaped veth), one-way delay (s), loss."""
+
+    mbps: float | None = 100.0
+    delay: float = 0.0
+    loss: float = 0.0
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    name: str
+    ip: str
+    mac: str
+    port: int          # switch port the host's traffic leaves s1 on
+
+
+class P4AqmSwitch(Switch):
+    """simple_switch_grpc with Thrift, P4Runtime on a Unix socket in the run's folder.
+
+    The pipeline is pushed by the controller over P4Runtime (the switch starts with
+    --no-p4). BMv2 port numbers are Mininet's port numbers.
+    """
+
+    def __init__(self, name: str, workdir: Path, log_level: str = "off", **params):
+        params["inNamespace"] = True
+        super().__init__(name, **params)
+        self.workdir = Path(workdir)
+        self.log_level = log_level
+        self.bmv2: Bmv2Switch | None = None
+
+    def start(self, controllers) -> None:
+        self.cmd("ip link set lo up")  # simple_switch_CLI reaches Thrift on 127.0.0.1
+        self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        interfaces = {port: intf.name for intf, port in self.ports.items()
+                      if intf.name != "lo"}
+        self.bmv2 = Bmv2Switch(Bmv2Config(
+            enter_netns=("mnexec", "-a", str(self.pid)), workdir=self.workdir,
+            interfaces=interfaces, log_level=self.log_level))
+        self.bmv2.start()
+
+    @property
+    def grpc_address(self) -> str:
+        return self.bmv2.config.grpc_address
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        if self.bmv2 is not None:
+            self.bmv2.stop()
+        super().stop(deleteIntfs)
+
+
+class DelayBox(Node):
+    """A bump in the wire between its two interfaces: topologies.delayline."""
+
+    def __init__(self, name: str, delay: float, loss: float = 0.0, seed: int = 1,
+                 workdir: Path | None = None, **params):
+        params["inNamespace"] = True
+        super().__init__(name, **params)
+        self.delay, self.loss, self.seed = delay, loss, seed
+        self.workdir = Path(workdir) if workdir else None
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        a, b = [intf.name for intf in self.intfList() if intf.name != "lo"]
+        for intf in (a, b):
+            self.cmd(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1")
+            self.cmd(f"ethtool -K {intf} rx off tx off tso off gso off gro off 2>/dev/null")
+        stats = ["--stats", str(self.workdir / f"{self.name}.json")] if self.workdir else []
+        self.process = self.popen(
+            [sys.executable, "-m", "topologies.delayline", a, b, "--delay", str(self.delay),
+             "--loss", str(self.loss), "--seed", str(self.seed), *stats],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = self.process.stdout.readline()
+        if line.strip() != "ready":
+            raise RuntimeError(f"delay line {self.name} failed: {line}{self.process.stdout.read()}")
+
+    def terminate(self) -> None:
+        """Mininet ends hosts with terminate(), not stop(): end our process by its PID."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self.process = None
+        super().terminate()
+
+
+class Bridge(Node):
+    """A plain learning L2 bridge (Linux bridge in its own namespace), STP off."""
+
+    def __init__(self, name: str, **params):
+        params["inNamespace"] = True
+        super().__init__(name, **params)
+
+    def start(self) -> None:
+        self.cmd("ip link add br0 type bridge stp_state 0 forward_delay 0")
+        self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        for intf in self.intfList():
+            if intf.name != "lo":
+                self.cmd(f"ip link set {intf.name} master br0 up")
+        self.cmd("ip link set br0 up")
+
+    def terminate(self) -> None:
+        self.cmd("ip link del br0")
+        super().terminate()
+
+
+def configure_host(host: Host, congestion_control: str, ecn: bool, mbps: float | None,
+                   sack: bool = True) -> None:
+    """Real packets (no TSO/GSO/GRO, checksums in software), the TCP the run asks for,
+    no IPv6 chatter, no metrics carried over between connections, and the host's
+    sending rate shaped by tbf (mbps None: unshaped)."""
+    for intf in host.intfList():
+        if intf.name == "lo":
+            continue
+        host.cmd(f"ethtool -K {intf.name} rx off tx off tso off gso off gro off 2>/dev/null")
+        host.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1")
+        if mbps:
+            # Two frames of burst; 100 ms of queue (TCP small queues keep it short).
+            out = host.cmd(f"tc qdisc replace dev {intf.name} root tbf rate {mbps}mbit "
+                           f"burst 3028 latency 100ms")
+            if out.strip():
+                raise RuntimeError(f"{host.name}: tbf on {intf.name}: {out.strip()}")
+    for key, value in (("net.ipv4.tcp_ecn", 1 if ecn else 0),
+                       ("net.ipv4.tcp_sack", 1 if sack else 0),
+                       ("net.ipv4.tcp_no_metrics_save", 1)):
+        out = host.cmd(f"sysctl -w {key}={value}")
+        if f"{key} = {value}" not in out:
+            raise RuntimeError(f"{host.name}: sysctl {key}={value} failed: {out.strip()}")
+    # A namespace may only default to the congestion controls in the machine-wide allowed
+    # list (here reno and bbr); others are still available per socket to root, which is
+    # how the traffic tools select them (iperf3 -C, transfer --cc).
+    available = host.cmd("cat /proc/sys/net/ipv4/tcp_available_congestion_control").split()
+    if congestion_control not in available:
+        raise RuntimeError(f"{host.name}: congestion control {congestion_control} is not "
+                           f"available (this kernel offers {' '.join(available)})")
+    allowed = host.cmd("cat /proc/sys/net/ipv4/tcp_allowed_congestion_control").split()
+    if congestion_control in allowed:
+        host.cmd(f"sysctl -qw net.ipv4.tcp_congestion_control={congestion_control}")
+        got = host.cmd("sysctl -n net.ipv4.tcp_congestion_control").strip()
+        if got != congestion_control:
+            raise RuntimeError(f"{host.name}: congestion control is {got}, "
+                               f"not {congestion_control}")
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} not ready after {timeout} s")
+
+
+def attach_host(net: Mininet, info: HostInfo, access: Access, peer: Node, port: int | None,
+                seed: int, workdir: Path) -> Host:
+    """A host linked to peer (at `port` there), through a delay line if the access link
+    has a delay or a loss."""
+    host = net.addHost(info.name, ip=f"{info.ip}/16", mac=info.mac)
+    if access.delay > 0 or access.loss > 0:
+        box = net.addHost(f"d{info.name}", cls=DelayBox, delay=access.delay, loss=access.loss,
+                          seed=seed, workdir=workdir)
+        net.addLink(host, box, cls=Link)
+        net.addLink(box, peer, port2=port, cls=Link)
+    else:
+        net.addLink(host, peer, port2=port, cls=Link)
+    return host
+
+
+def configure_hosts(net: Mininet, hosts: list[HostInfo], accesses: list[Access],
+                    congestion_control: str, ecn: bool) -> None:
+    """configure_host on each, and static ARP for every other host (one /16)."""
+    for info, access in zip(hosts, accesses):
+        host = net.get(info.name)
+        configure_host(host, congestion_control, ecn, access.mbps)
+        intf = host.defaultIntf().name
+        for other in hosts:
+            if other is not info:
+                host.cmd(f"ip neigh replace {other.ip} lladdr {other.mac} dev {intf} "
+                         "nud permanent")
+
+
+def start_boxes(net: Mininet) -> None:
+    """Delay lines and bridges are Mininet hosts: Mininet does not start them."""
+    for node in net.hosts:
+        if isinstance(node, (DelayBox, Bridge)):
+            node.start()
