@@ -35,17 +35,14 @@ def _drops(row: dict) -> float:
     return row["prob_drops"] + row["forced_drops"] + row["overflow_drops"]
 
 
-def run_metrics(folder: Path) -> dict:
-    config = json.loads((folder / "config.json").read_text())
-    topo = config["topology"]
-    bottleneck = topo["bottleneck"]
-    pps = max(1, round(bottleneck["mbps"] * 1e6 / (8 * bottleneck["packet_bytes"])))
-    start, end = config["measure_from"], config["duration"]
-    out: dict = {"label": config["label"], "algorithm": config["aqm"]["type"],
-                 "loop": (config["loop"] or {}).get("kind"),
-                 "bottleneck_pps": pps, "window_s": [start, end]}
+def _pps(bottleneck: dict) -> int:
+    return max(1, round(bottleneck["mbps"] * 1e6 / (8 * bottleneck["packet_bytes"])))
 
-    counters = read_csv(folder / "counters.csv")
+
+def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float) -> dict:
+    """Loss, marks, utilisation, queue and delay of one congested port."""
+    out: dict = {"bottleneck_pps": pps}
+    counters = read_csv(folder / f"counters{suffix}.csv")
     if len(counters) >= 2:
         first, last = counters[0], counters[-1]
         arrived = last["enqueued"] - first["enqueued"]
@@ -60,8 +57,7 @@ def run_metrics(folder: Path) -> dict:
         sent = (b["seen_packets"] - a["seen_packets"]) - (_drops(b) - _drops(a))
         if b["t"] > a["t"]:
             out["utilisation"] = metrics.utilisation(int(sent), pps, b["t"] - a["t"])
-
-    telemetry = read_csv(folder / "telemetry.csv")
+    telemetry = read_csv(folder / f"telemetry{suffix}.csv")
     window = [r for r in telemetry if start <= r["t"] <= end]
     if window:
         times = [r["t"] for r in telemetry]
@@ -71,6 +67,32 @@ def run_metrics(folder: Path) -> dict:
         pmax = [r["pmax"] for r in window if not math.isnan(r["pmax"])]
         if pmax:
             out["pmax_final"] = pmax[-1]
+    return out
+
+
+def run_metrics(folder: Path) -> dict:
+    config = json.loads((folder / "config.json").read_text())
+    topo = config["topology"]
+    start, end = config["measure_from"], config["duration"]
+    out: dict = {"label": config["label"], "algorithm": config["aqm"]["type"],
+                 "loop": (config["loop"] or {}).get("kind"), "window_s": [start, end]}
+    if "links" in topo:   # a parking lot: one congested port per switch s1..sK
+        links = {f"s{i}": link_metrics(folder, f"-s{i}", _pps(link), start, end)
+                 for i, link in enumerate(topo["links"], start=1)}
+        out["links"] = links
+        # Seed 001: the path's delay and queue are the sums over its links.
+        for key in ("queueing_delay_ms", "avg_queue", "arrived", "dropped", "marks"):
+            if all(key in m for m in links.values()):
+                out[key] = sum(m[key] for m in links.values())
+        if all("utilisation" in m for m in links.values()):
+            out["utilisation"] = sum(m["utilisation"] for m in links.values()) / len(links)
+        if "arrived" in out:
+            out["loss_percent"] = metrics.loss_percent(out["arrived"], out["dropped"])
+        capacity = min(_pps(link) * link["packet_bytes"] * 8 / 1e6 for link in topo["links"])
+    else:
+        bottleneck = topo["bottleneck"]
+        out.update(link_metrics(folder, "", _pps(bottleneck), start, end))
+        capacity = _pps(bottleneck) * bottleneck["packet_bytes"] * 8 / 1e6
 
     flows = []
     for k, flow in enumerate(config["flows"]):
@@ -88,7 +110,6 @@ def run_metrics(folder: Path) -> dict:
     out["flows_failed"] = sum(1 for f in flows if math.isnan(f["goodput_mbps"]))
     if forward:
         goodputs = [f["goodput_mbps"] for f in forward]
-        capacity = pps * bottleneck["packet_bytes"] * 8 / 1e6
         out.update(goodput_mbps=sum(goodputs),
                    throughput_mbps=sum(f["throughput_mbps"] for f in forward),
                    retransmits=sum(f["retransmits"] for f in forward),

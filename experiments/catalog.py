@@ -14,7 +14,9 @@ from control_plane.aqm import DropTail, Mecn, Red, RedEcn
 from control_plane.adaptation import auto_thresholds, ared_band
 from control_plane.controller import LoopSpec
 from experiments.spec import Flow, RunSpec, Transfers
-from topologies.dumbbell import Access, Bottleneck, DumbbellSpec
+from topologies.dumbbell import DumbbellSpec
+from topologies.nodes import Access, Bottleneck
+from topologies.parking_lot import ParkingLotSpec
 
 Row = dict[str, object]
 
@@ -216,6 +218,54 @@ def report_e3(runs, out):
     return rows, figures
 
 
+# ----- E4 (seed 001 Fig. 11-12, seed 003 Fig. 10) ----------------------------------------
+
+E4_TARGETS = (0.020, 0.040, 0.080)
+
+
+def plan_e4() -> list[RunSpec]:
+    link = Bottleneck(mbps=5, delay=0.002, buffer=300)
+    topo = ParkingLotSpec(links=(link,) * 3, long_senders=(Access(20, 0.010),) * 2,
+                          cross_access=Access(20, 0.010), receiver_access=Access(20, 0.0),
+                          ecn=True)
+    n_long = len(topo.long_senders)
+    # 6 long flows across the three links, 4 cross flows per link.
+    flows = tuple(Flow(k % n_long, k % n_long, group="long") for k in range(6))
+    flows += tuple(Flow(n_long + link_k, n_long + link_k, group=f"cross{link_k + 1}")
+                   for link_k in range(3) for _ in range(4))
+    runs = []
+    for target in E4_TARGETS:
+        auto = auto_thresholds(target, link.pps)
+        ared = RedEcn(minth=auto.minth, maxth=auto.maxth, maxp=0.1, wq=auto.wq, limit=link.buffer)
+        amecn = Mecn(minth=auto.minth, midth=auto.midth, maxth=auto.maxth, p1max=0.1,
+                     p2max=0.1, wq=auto.wq, limit=link.buffer)
+        for label, aqm, loop in (("ared", ared, LoopSpec("ared")),
+                                 ("amecn", amecn, LoopSpec("amecn"))):
+            runs.append(RunSpec("e4", f"{label}-{int(target * 1000)}ms", topo, aqm,
+                                duration=40, flows=flows, loop=loop, measure_from=20))
+    return runs
+
+
+def report_e4(runs, out):
+    rows, curves = [], {}
+    for spec, _, m in runs:
+        algo, target = spec.label.split("-")
+        row = _basic_row(spec, m)
+        row["target ms"] = target
+        for name, link in m.get("links", {}).items():
+            row[f"{name} delay ms"] = _fmt(link.get("queueing_delay_ms"), 1)
+        groups = m.get("group_goodput_mbps", {})
+        row["long Mb/s (mean)"] = _fmt(groups.get("long", {}).get("mean"))
+        rows.append(row)
+        curves.setdefault(algo.upper(), ([], []))
+        curves[algo.upper()][0].append(m.get("queueing_delay_ms", math.nan))
+        curves[algo.upper()][1].append(m.get("goodput_mbps", math.nan))
+    figures = [plots.lines("summed queueing delay over the 3 links (ms)", curves,
+                           "total goodput (Mb/s)", out / "e4-throughput-vs-delay.png",
+                           "E4: parking lot, ARED vs AMECN (seed 001 Fig. 12)")]
+    return rows, figures
+
+
 # ----- E7 (seed 004) ---------------------------------------------------------------------
 
 E7_BUFFERS = {16: (5, 15), 32: (10, 30), 64: (20, 60), 128: (40, 120)}
@@ -303,7 +353,14 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                plan_e3, report_e3,
                claims=["AMECN reaches higher utilisation than ARED at the same delay",
                        "both keep the measured delay near the target"]),
-    _waiting("e4", "a parking-lot run definition (topologies.parking_lot exists)"),
+    Experiment("e4", "E4 (seed 001 Figs. 11-12): parking lot, ARED vs AMECN on every link",
+               "3 congested links of 5 Mb/s (417 packets/s), 2 ms each, one BMv2 per link; "
+               "6 long flows across all three, 4 cross flows per link (the paper: 20 and 20, "
+               "10 Mb/s); access 10 ms; automatic thresholds from target delays 20/40/80 ms "
+               "on every link; 40 s runs measured over the last 20 s",
+               plan_e4, report_e4,
+               claims=["AMECN on all routers gives a higher overall throughput than ARED at "
+                       "the same summed queueing delay"]),
     _waiting("e5", "the AECN algorithm (per-group max_p, mark-front, RTT groups)"),
     _waiting("e6", "the NEWQUE, BLUE, PI and REM algorithms"),
     Experiment("e7", "E7 (seed 004): short transfers, DT vs RED vs ECN over buffer sizes",

@@ -35,7 +35,9 @@ from control_plane.build import Artifacts
 from control_plane.controller import Controller, PortView, Route
 from control_plane.toolchain import find
 from experiments.spec import RunSpec
-from topologies.dumbbell import Dumbbell
+from topologies.dumbbell import Dumbbell, DumbbellSpec
+from topologies.nodes import SwitchPlan
+from topologies.parking_lot import ParkingLot
 
 LOG = logging.getLogger("p4aqm.run")
 IPERF_BASE_PORT = 5201
@@ -148,8 +150,9 @@ class Recorder:
                 LOG.debug("counter sample failed: %s", err)
             await asyncio.sleep(period)
 
-    def write(self, folder: Path) -> None:
-        for name, rows in (("telemetry.csv", self.telemetry), ("counters.csv", self.counters)):
+    def write(self, folder: Path, suffix: str = "") -> None:
+        for name, rows in ((f"telemetry{suffix}.csv", self.telemetry),
+                           (f"counters{suffix}.csv", self.counters)):
             if rows:
                 with open(folder / name, "w", newline="") as out:
                     writer = csv.DictWriter(out, fieldnames=list(rows[0]))
@@ -162,6 +165,13 @@ def tcp_counters(host) -> dict[str, int]:
     lines = [line.split() for line in host.cmd("cat /proc/net/snmp").splitlines()
              if line.startswith("Tcp:")]
     return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:])}
+
+
+def build_topology(spec: RunSpec, folder: Path, log_level: str):
+    """A Dumbbell or a ParkingLot, from the run's topology specification."""
+    if isinstance(spec.topology, DumbbellSpec):
+        return Dumbbell(spec.topology, folder, log_level)
+    return ParkingLot(spec.topology, folder, log_level)
 
 
 class Run:
@@ -177,24 +187,31 @@ class Run:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "config.json").write_text(json.dumps(jsonable(self.spec), indent=1))
         (self.folder / "versions.json").write_text(json.dumps(tool_versions(), indent=1))
-        topo = Dumbbell(self.spec.topology, self.folder, self.log_level)
-        controller = None
+        topo = build_topology(self.spec, self.folder, self.log_level)
+        controllers: list[ControllerThread] = []
         try:
             self.on_progress(0, self.spec.duration, "starting the topology")
             topo.start()
-            controller = self._start_controller(topo)
+            plans = topo.switch_plans()
+            for plan in plans:
+                controllers.append(self._start_controller(plan))
             self._check_delay(topo)
-            recorder = Recorder(controller.ctl, topo.bottleneck_port, time.monotonic())
-            controller.spawn(recorder.record_telemetry())
-            controller.spawn(recorder.sample_counters())
+            recorders = []
+            for plan, controller in zip(plans, controllers):
+                recorder = Recorder(controller.ctl, plan.bottleneck_port, time.monotonic())
+                controller.spawn(recorder.record_telemetry())
+                controller.spawn(recorder.sample_counters())
+                recorders.append(recorder)
             minimum = self._calibrate(topo) if self.spec.transfers else None
-            recorder.t0 = time.monotonic()
-            self._traffic(topo, recorder)
-            recorder.running = False
+            self._traffic(topo, recorders)
+            for recorder in recorders:
+                recorder.running = False
             time.sleep(1.2)
-            recorder.write(self.folder)
+            for plan, recorder in zip(plans, recorders):
+                recorder.write(self.folder, "" if len(plans) == 1 else f"-{plan.node.name}")
             (self.folder / "events.json").write_text(json.dumps(
-                [asdict(e) for e in controller.ctl.events], indent=1))
+                [{"switch": plan.node.name, **asdict(e)}
+                 for plan, c in zip(plans, controllers) for e in c.ctl.events], indent=1))
             if minimum is not None:
                 (self.folder / "transfers" / "minimum.json").write_text(json.dumps(minimum))
         finally:
@@ -206,36 +223,35 @@ class Run:
                     proc.wait(5)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-            if controller is not None:
+            for controller in controllers:
                 controller.close()
             topo.stop()
         return self.folder
 
-    def _start_controller(self, topo: Dumbbell) -> ControllerThread:
-        spec = self.spec
-        bn = spec.topology.bottleneck
+    def _start_controller(self, plan: SwitchPlan) -> ControllerThread:
+        spec, bn = self.spec, plan.bottleneck
         ports = {}
-        for port in topo.ports():
-            if port == topo.bottleneck_port:
+        for port in plan.ports:
+            if port == plan.bottleneck_port:
                 config = PortConfig(port=port, aqm=spec.aqm, link_pps=bn.pps,
                                     telemetry_interval=spec.telemetry_interval)
                 ports[port] = PortView(config, loop=spec.loop)
             else:
                 ports[port] = PortView(PortConfig(port=port, aqm=DropTail(limit=WIDE_QUEUE),
                                                   link_pps=10 * bn.pps))
-        routes = [Route(*route) for route in topo.routes()]
-        ctl = Controller(topo.switch.grpc_address, self.artifacts, ports, routes)
+        ctl = Controller(plan.node.grpc_address, self.artifacts, ports,
+                         [Route(*route) for route in plan.routes])
         thread = ControllerThread(ctl)
         thread.call(ctl.start())
         thread.call(asyncio.wait_for(ctl.ready.wait(), 30))
-        for port in topo.ports():
-            if port == topo.bottleneck_port:
-                topo.switch.bmv2.set_queue(port, rate_pps=bn.pps, depth=bn.buffer)
+        for port in plan.ports:
+            if port == plan.bottleneck_port:
+                plan.node.bmv2.set_queue(port, rate_pps=bn.pps, depth=bn.buffer)
             else:
-                topo.switch.bmv2.set_queue(port, depth=WIDE_QUEUE)
+                plan.node.bmv2.set_queue(port, depth=WIDE_QUEUE)
         return thread
 
-    def _check_delay(self, topo: Dumbbell) -> None:
+    def _check_delay(self, topo) -> None:
         """Ping each sender to each receiver; refuse to run on a delay that is not there."""
         results = []
         for i, s in enumerate(topo.senders):
@@ -244,7 +260,7 @@ class Run:
                     continue
                 out = topo.host(s).cmd(f"ping -c 5 -i 0.2 -W 2 {r.ip}")
                 match = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
-                expected = self.spec.topology.expected_rtt(i, j) * 1000
+                expected = topo.expected_rtt(i, j) * 1000
                 if match is None:
                     raise DelayNotDelivered(f"{s.name} cannot ping {r.name}: {out.strip()}")
                 measured = float(match.group(2))
@@ -257,7 +273,7 @@ class Run:
                         f"{expected:.1f} ms")
         (self.folder / "rtt.json").write_text(json.dumps(results, indent=1))
 
-    def _calibrate(self, topo: Dumbbell) -> dict:
+    def _calibrate(self, topo) -> dict:
         """Segments one transfer takes alone, in the uncongested network (seed 004's minimum)."""
         server, client = topo.host(topo.senders[0]), topo.host(topo.receivers[0])
         cc = self.spec.topology.congestion_control
@@ -287,7 +303,7 @@ class Run:
                 raise RuntimeError(f"{' '.join(argv)} on {host.name} failed: {line}")
         return proc
 
-    def _traffic(self, topo: Dumbbell, recorder: Recorder) -> None:
+    def _traffic(self, topo, recorders: list[Recorder]) -> None:
         spec = self.spec
         flows_dir = self.folder / "flows"
         flows_dir.mkdir(exist_ok=True)
@@ -316,7 +332,8 @@ class Run:
                 pending.append((0.0, topo.host(r), argv, None))
         time.sleep(0.5)  # servers listening
         start = time.monotonic()
-        recorder.t0 = start
+        for recorder in recorders:
+            recorder.t0 = start
         clients = []
         stopped_late = False
         pending.sort(key=lambda p: p[0])

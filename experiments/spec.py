@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from control_plane.aqm import Aqm
 from control_plane.controller import LoopSpec
 from topologies.dumbbell import DumbbellSpec
+from topologies.parking_lot import ParkingLotSpec
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Transfers:
 class RunSpec:
     experiment: str
     label: str
-    topology: DumbbellSpec
+    topology: DumbbellSpec | ParkingLotSpec
     aqm: Aqm
     duration: float
     flows: tuple[Flow, ...] = ()
@@ -46,7 +47,7 @@ class RunSpec:
     telemetry_interval: float = 0.01
 
     def check(self) -> None:
-        n_send, n_recv = len(self.topology.senders), len(self.topology.receivers)
+        n_send, n_recv = self.topology.hosts()
         for flow in self.flows:
             if not (0 <= flow.sender < n_send and 0 <= flow.receiver < n_recv):
                 raise ValueError(f"{self.label}: flow {flow} names a host the topology lacks")

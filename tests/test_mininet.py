@@ -60,3 +60,40 @@ def test_two_flows_through_the_switch(mininet_ready, artifacts, tmp_path, ecn):
         except OSError:
             pass
     assert not leftovers, f"processes left running: {leftovers}"
+
+
+async def test_parking_lot_routes_long_and_cross_traffic(mininet_ready, artifacts, tmp_path):
+    """Two congested links, each the egress of its own switch: long and cross hosts reach
+    their receivers across the right links, with the configured delays."""
+    from control_plane.aqm import DropTail, PortConfig
+    from control_plane.switch import AqmSwitch
+    from topologies.parking_lot import UPLINK, ParkingLot, ParkingLotSpec
+
+    lot = ParkingLot(ParkingLotSpec(links=(Bottleneck(5, 0.005), Bottleneck(5, 0.005)),
+                                    long_senders=(Access(20, 0.002),)), tmp_path / "lot")
+    lot.start()
+    try:
+        sessions = []
+        for i in (1, 2):
+            sw = AqmSwitch(lot.switch(i).grpc_address, artifacts, lot.ports(i))
+            await sw.__aenter__()
+            sessions.append(sw)
+            for route in lot.routes(i):
+                await sw.add_route(*route)
+            for port in lot.ports(i):
+                await sw.configure_port(PortConfig(port=port, aqm=DropTail(limit=1000),
+                                                   link_pps=1000))
+        rtts = {}
+        for src, dst in (("L1", "RL1"), ("C1", "RC1"), ("C2", "RC2")):
+            out = lot.host(src).cmd(f"ping -c 3 -i 0.2 -W 2 {lot.hosts[dst].ip}")
+            assert " 0% packet loss" in out, out
+            rtts[src] = float(out.split("=")[-1].split("/")[1])
+        # Propagation: long 2 x (2 + 5 + 5) ms, cross 2 x 5 ms; plus processing.
+        assert 24 <= rtts["L1"] <= 30 and 10 <= rtts["C1"] <= 15 and 10 <= rtts["C2"] <= 15
+        # The long flow crossed both congested ports; cross flow 1 only the first.
+        seen = [(await sw.read_counters(UPLINK)).seen_packets for sw in sessions]
+        assert seen == [6, 6], seen        # 3 long + 3 cross echo requests on each
+        for sw in sessions:
+            await sw.__aexit__(None, None, None)
+    finally:
+        lot.stop()

@@ -20,22 +20,10 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Host
 
-from topologies.nodes import (Access, Bridge, DelayBox, HostInfo, P4AqmSwitch, attach_host,
-                             configure_hosts, start_boxes)
+from topologies.nodes import (Access, Bottleneck, Bridge, DelayBox, HostInfo, P4AqmSwitch,
+                             SwitchPlan, attach_host, configure_hosts, start_boxes)
 
 SWITCH_MAC = "02:00:00:00:ff:{:02x}"
-
-
-@dataclass(frozen=True)
-class Bottleneck:
-    mbps: float
-    delay: float = 0.0
-    buffer: int = 64               # packets: BMv2's queue depth on the bottleneck port
-    packet_bytes: int = 1500       # converts Mbit/s to set_queue_rate's packets/s
-
-    @property
-    def pps(self) -> int:
-        return max(1, round(self.mbps * 1e6 / (8 * self.packet_bytes)))
 
 
 @dataclass(frozen=True)
@@ -46,6 +34,10 @@ class DumbbellSpec:
     congestion_control: str = "reno"
     ecn: bool = False
     seed: int = 1
+
+    def hosts(self) -> tuple[int, int]:
+        """How many senders and receivers flows can name."""
+        return len(self.senders), len(self.receivers)
 
     def expected_rtt(self, i: int, j: int) -> float:
         """Propagation RTT between sender i and receiver j (seconds)."""
@@ -123,6 +115,13 @@ class Dumbbell:
 
     def ports(self) -> list[int]:
         return [h.port for h in self.senders] + [self.bottleneck_port]
+
+    def switch_plans(self) -> list[SwitchPlan]:
+        return [SwitchPlan(self.switch, self.ports(), self.routes(), self.bottleneck_port,
+                           self.spec.bottleneck)]
+
+    def expected_rtt(self, i: int, j: int) -> float:
+        return self.spec.expected_rtt(i, j)
 
     def stop(self) -> None:
         if self.net is not None:

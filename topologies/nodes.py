@@ -37,6 +37,29 @@ class HostInfo:
     port: int          # switch port the host's traffic leaves s1 on
 
 
+@dataclass(frozen=True)
+class Bottleneck:
+    mbps: float
+    delay: float = 0.0
+    buffer: int = 64               # packets: BMv2's queue depth on the bottleneck port
+    packet_bytes: int = 1500       # converts Mbit/s to set_queue_rate's packets/s
+
+    @property
+    def pps(self) -> int:
+        return max(1, round(self.mbps * 1e6 / (8 * self.packet_bytes)))
+
+
+@dataclass(frozen=True)
+class SwitchPlan:
+    """What a topology asks of one p4aqm switch: its ports, routes and congested port."""
+
+    node: "P4AqmSwitch"
+    ports: list[int]
+    routes: list[tuple[str, int, str, str]]   # (prefix, port, src_mac, dst_mac)
+    bottleneck_port: int
+    bottleneck: Bottleneck
+
+
 class P4AqmSwitch(Switch):
     """simple_switch_grpc with Thrift, P4Runtime on a Unix socket in the run's folder.
 

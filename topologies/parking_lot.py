@@ -18,9 +18,9 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Host
 
-from topologies.dumbbell import SWITCH_MAC, Bottleneck
-from topologies.nodes import (Access, Bridge, DelayBox, HostInfo, P4AqmSwitch, attach_host,
-                             configure_hosts, start_boxes)
+from topologies.dumbbell import SWITCH_MAC
+from topologies.nodes import (Access, Bottleneck, Bridge, DelayBox, HostInfo, P4AqmSwitch,
+                             SwitchPlan, attach_host, configure_hosts, start_boxes)
 
 UPLINK, DOWNLINK = 100, 101
 
@@ -34,6 +34,11 @@ class ParkingLotSpec:
     congestion_control: str = "reno"
     ecn: bool = False
     seed: int = 1
+
+    def hosts(self) -> tuple[int, int]:
+        """How many senders (long, then cross) and receivers flows can name."""
+        n = len(self.long_senders) + len(self.links)
+        return n, n
 
 
 @dataclass
@@ -54,8 +59,32 @@ class ParkingLot:
     def switch(self, index: int) -> P4AqmSwitch:
         return self.net.get(f"s{index}")
 
-    def host(self, name: str) -> Host:
-        return self.net.get(name)
+    def host(self, host: str | HostInfo) -> Host:
+        return self.net.get(host if isinstance(host, str) else host.name)
+
+    @property
+    def senders(self) -> list[HostInfo]:
+        """Long senders L1..Ln, then cross senders C1..CK (flows index this list)."""
+        return [h for n, h in self.hosts.items() if n.startswith("L")] + \
+            [h for n, h in self.hosts.items() if n.startswith("C")]
+
+    @property
+    def receivers(self) -> list[HostInfo]:
+        """RL1..RLn, then RC1..RCK."""
+        return [h for n, h in self.hosts.items() if n.startswith("RL")] + \
+            [h for n, h in self.hosts.items() if n.startswith("RC")]
+
+    def expected_rtt(self, i: int, j: int) -> float:
+        """Propagation RTT from sender i to receiver j: their access delays and every
+        congested link between where they attach."""
+        src, dst = self.senders[i].name, self.receivers[j].name
+        lo, hi = sorted((self.attached[src], self.attached[dst]))
+        links = sum(link.delay for link in self.spec.links[lo - 1:hi - 1])
+        return 2 * (self._access(src).delay + links + self._access(dst).delay)
+
+    def switch_plans(self) -> list[SwitchPlan]:
+        return [SwitchPlan(self.switch(i), self.ports(i), self.routes(i), UPLINK,
+                           self.spec.links[i - 1]) for i in range(1, self.k + 1)]
 
     def start(self) -> "ParkingLot":
         self.workdir.mkdir(parents=True, exist_ok=True)
