@@ -49,6 +49,10 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float) 
         # BMv2's silent tail drops: handed to the queue, never seen by egress.
         silent = max(0.0, arrived - (last["seen_packets"] - first["seen_packets"]))
         dropped = _drops(last) - _drops(first) + silent
+        # Drops in egress happen at dequeue: each used one of the port's service slots.
+        dequeue_drops = _drops(last) - _drops(first)
+        served = last["seen_packets"] - first["seen_packets"]
+        out["slots_lost_percent"] = 100.0 * dequeue_drops / served if served else 0.0
         out.update(arrived=int(arrived), dropped=int(dropped), tail_drops_bmv2=int(silent),
                    marks=int(last["marks_ce"] + last["marks_incipient"]
                              - first["marks_ce"] - first["marks_incipient"]),
@@ -84,8 +88,9 @@ def run_metrics(folder: Path) -> dict:
         for key in ("queueing_delay_ms", "avg_queue", "arrived", "dropped", "marks"):
             if all(key in m for m in links.values()):
                 out[key] = sum(m[key] for m in links.values())
-        if all("utilisation" in m for m in links.values()):
-            out["utilisation"] = sum(m["utilisation"] for m in links.values()) / len(links)
+        for key in ("utilisation", "slots_lost_percent"):   # per link, averaged
+            if all(key in m for m in links.values()):
+                out[key] = sum(m[key] for m in links.values()) / len(links)
         if "arrived" in out:
             out["loss_percent"] = metrics.loss_percent(out["arrived"], out["dropped"])
         capacity = min(_pps(link) * link["packet_bytes"] * 8 / 1e6 for link in topo["links"])
@@ -155,8 +160,10 @@ def _transfers(folder: Path) -> dict:
     server = next(name for name in tcp if name.startswith("h"))
     ok = count - failed
     if ok:
+        # Linux's OutSegs leaves out retransmissions; RetransSegs counts them.
+        sent = tcp[server]["OutSegs"] + tcp[server]["RetransSegs"]
         out["network_overhead_percent"] = metrics.overhead_percent(
-            tcp[server]["OutSegs"], minimum["server_out_segs"] * count)
+            sent, minimum["server_out_segs"] * count)
         out["receiver_overhead_percent"] = metrics.overhead_percent(
             sum(v["InSegs"] for k, v in tcp.items() if k.startswith("r")),
             minimum["client_in_segs"] * count)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import logging
 import signal
 import sys
@@ -63,9 +64,14 @@ def run(name: str, out: Path, loss: float, log_level: str) -> int:
                 progress.update(task, completed=done, total=total, what=what)
             Run(spec, folder / spec.label, artifacts, update, log_level).execute()
             metrics = run_metrics(folder / spec.label)
-            results.append((spec, folder / spec.label, metrics))
+            results.append((spec.label, folder / spec.label, metrics))
             progress.update(task, completed=spec.duration, what="done")
             progress.advance(overall)
+    summarise(experiment, folder, results)
+    return 0
+
+
+def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]]) -> None:
     rows, figures = experiment.report(results, folder)
     write_summary(folder, experiment, rows, figures)
     table = Table(title=experiment.title)
@@ -75,11 +81,25 @@ def run(name: str, out: Path, loss: float, log_level: str) -> int:
         table.add_row(*[str(v) for v in row.values()])
     console.print(table)
     console.print("Paper's claims:\n" + "\n".join(f"  - {c}" for c in experiment.claims))
-    for spec, f, m in results:
+    for label, _, m in results:
         for check in m.get("rtt_check", [])[:1]:
-            console.print(f"  {spec.label}: ping {check['from']}->{check['to']} "
+            console.print(f"  {label}: ping {check['from']}->{check['to']} "
                           f"{check['avg_ms']:.1f} ms (configured {check['expected_ms']:.1f} ms)")
     console.print(f"Summary: {folder / 'summary.md'}\nPlots: " + ", ".join(str(p) for p in figures))
+
+
+def report(folder: Path) -> int:
+    """Metrics, table and figures again from a finished experiment's raw data."""
+    runs = sorted(p.parent for p in folder.glob("*/config.json"))
+    if not runs:
+        console.print(f"[red]{folder}: no runs (folders with config.json) here")
+        return 2
+    name = json.loads((runs[0] / "config.json").read_text())["experiment"]
+    results = [(run.name, run, run_metrics(run)) for run in runs]
+    order = {spec.label: k for k, spec in enumerate(
+        plan_e7() if name == "e7" else EXPERIMENTS[name].plan())}
+    results.sort(key=lambda r: order.get(r[0], len(order)))
+    summarise(EXPERIMENTS[name], folder, results)
     return 0
 
 
@@ -92,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--out", type=Path, default=Path("results"))
     go.add_argument("--loss", type=float, default=0.0, help="E7: random loss on access links")
     go.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
+    again = sub.add_parser("report", help="recompute metrics, tables and plots of a run folder")
+    again.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("finsy").setLevel(logging.ERROR)
@@ -104,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             state = f"waiting for {e.waiting_for}" if e.waiting_for else "ready"
             console.print(f"{name:5s} {e.title} ({state})")
         return 0
+    if args.command == "report":
+        return report(args.folder)
     try:
         return run(args.name, args.out, args.loss, args.log_level)
     except KeyboardInterrupt:

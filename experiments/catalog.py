@@ -27,7 +27,8 @@ class Experiment:
     title: str
     scaling: str
     plan: Callable[[], list[RunSpec]]
-    report: Callable[[list[tuple[RunSpec, Path, dict]], Path], tuple[list[Row], list[Path]]]
+    # (label, run folder, metrics) of every run -> table rows and figures
+    report: Callable[[list[tuple[str, Path, dict]], Path], tuple[list[Row], list[Path]]]
     waiting_for: str = ""
     claims: list[str] = field(default_factory=list)
 
@@ -40,15 +41,16 @@ def _fmt(value, digits=2):
     return value
 
 
-def _basic_row(spec: RunSpec, m: dict) -> Row:
-    return {"run": spec.label, "goodput Mb/s": _fmt(m.get("goodput_mbps")),
+def _basic_row(label: str, m: dict) -> Row:
+    return {"run": label, "goodput Mb/s": _fmt(m.get("goodput_mbps")),
             "utilisation": _fmt(m.get("utilisation")), "avg queue": _fmt(m.get("avg_queue")),
             "delay ms": _fmt(m.get("queueing_delay_ms"), 1), "loss %": _fmt(m.get("loss_percent")),
+            "slots lost %": _fmt(m.get("slots_lost_percent"), 1),
             "marks": m.get("marks", "-"), "Jain": _fmt(m.get("jain"), 3)}
 
 
 def _queue_figure(runs, out: Path, name: str, title: str) -> Path:
-    return plots.queue_over_time([(spec.label, folder) for spec, folder, _ in runs],
+    return plots.queue_over_time([(label, folder) for label, folder, _ in runs],
                                  out / f"{name}.png", title)
 
 
@@ -72,10 +74,10 @@ def plan_demo() -> list[RunSpec]:
 
 def report_basic(name: str, title: str):
     def report(runs, out):
-        rows = [_basic_row(spec, m) for spec, _, m in runs]
+        rows = [_basic_row(label, m) for label, _, m in runs]
         figures = [_queue_figure(runs, out, f"{name}-queue", title)]
         figures.append(plots.bars(
-            [spec.label for spec, _, _ in runs],
+            [label for label, _, _ in runs],
             {"goodput (Mb/s)": [m.get("goodput_mbps", math.nan) for _, _, m in runs],
              "average queue (pkts)": [m.get("avg_queue", math.nan) for _, _, m in runs],
              "loss (%)": [m.get("loss_percent", math.nan) for _, _, m in runs]},
@@ -103,14 +105,14 @@ def plan_e1() -> list[RunSpec]:
 
 def report_e1(runs, out):
     rows = []
-    for spec, _, m in runs:
-        rows.append({"run": spec.label, "received pkts": m.get("arrived", 0) - m.get("dropped", 0),
+    for label, _, m in runs:
+        rows.append({"run": label, "received pkts": m.get("arrived", 0) - m.get("dropped", 0),
                      "dropped": m.get("dropped", "-"), "marks": m.get("marks", "-"),
                      "avg queue": _fmt(m.get("avg_queue")),
                      "throughput Mb/s": _fmt(m.get("throughput_mbps")),
                      "goodput Mb/s": _fmt(m.get("goodput_mbps"))})
     figures = [_queue_figure(runs, out, "e1-queue", "E1: queue, 3 flows, buffer 20"),
-               plots.bars([spec.label for spec, _, _ in runs],
+               plots.bars([label for label, _, _ in runs],
                           {"dropped packets": [m.get("dropped", 0) for _, _, m in runs],
                            "average queue": [m.get("avg_queue", math.nan) for _, _, m in runs],
                            "throughput (Mb/s)": [m.get("throughput_mbps", math.nan)
@@ -125,8 +127,8 @@ E2_MECN = dict(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.1, wq=0.0027, 
 
 
 def plan_e2() -> list[RunSpec]:
-    topo = DumbbellSpec(senders=(Access(10, 0.020),) * 2, receivers=(Access(10, 0.0),) * 2,
-                        bottleneck=Bottleneck(mbps=1.5, delay=0.010, buffer=40), ecn=True)
+    topo = DumbbellSpec(senders=(Access(10, 0.040),) * 2, receivers=(Access(10, 0.0),) * 2,
+                        bottleneck=Bottleneck(mbps=2.25, delay=0.010, buffer=40), ecn=True)
     window = 25 * 1448
     base = (Flow(0, 0), Flow(1, 1), Flow(0, 0, reverse=True))
     joining = tuple(Flow(k % 2, k % 2, start=25 + 0.1 * k, window=window) for k in range(20))
@@ -159,14 +161,14 @@ def settle_time(folder: Path, step: float, low: float, high: float, hold: float 
 def report_e2(runs, out):
     low, high = ared_band(E2_MECN["minth"], E2_MECN["maxth"])
     rows = []
-    for spec, folder, m in runs:
-        row = _basic_row(spec, m)
+    for label, folder, m in runs:
+        row = _basic_row(label, m)
         row["back in band after (s)"] = _fmt(settle_time(folder, 25.0, low, high), 1)
         row["final Pmax"] = _fmt(m.get("pmax_final"), 3)
         rows.append(row)
-    figures = [_queue_figure([r for r in runs if r[0].label.endswith("up")], out,
+    figures = [_queue_figure([r for r in runs if r[0].endswith("up")], out,
                              "e2-increase", "E2: 20 flows join at 25 s (seed 001 Figs. 5-6)"),
-               _queue_figure([r for r in runs if r[0].label.endswith("down")], out,
+               _queue_figure([r for r in runs if r[0].endswith("down")], out,
                              "e2-decrease", "E2: 20 flows leave at 25 s (seed 001 Figs. 7-8)")]
     return rows, figures
 
@@ -197,9 +199,9 @@ def plan_e3() -> list[RunSpec]:
 
 def report_e3(runs, out):
     rows, curves, measured = [], {}, {}
-    for spec, _, m in runs:
-        algo, target = spec.label.split("-")
-        row = _basic_row(spec, m)
+    for label, _, m in runs:
+        algo, target = label.split("-")
+        row = _basic_row(label, m)
         row["target ms"] = target
         rows.append(row)
         curves.setdefault(algo.upper(), ([], []))
@@ -248,9 +250,9 @@ def plan_e4() -> list[RunSpec]:
 
 def report_e4(runs, out):
     rows, curves = [], {}
-    for spec, _, m in runs:
-        algo, target = spec.label.split("-")
-        row = _basic_row(spec, m)
+    for label, _, m in runs:
+        algo, target = label.split("-")
+        row = _basic_row(label, m)
         row["target ms"] = target
         for name, link in m.get("links", {}).items():
             row[f"{name} delay ms"] = _fmt(link.get("queueing_delay_ms"), 1)
@@ -287,9 +289,9 @@ def plan_e7(loss: float = 0.0) -> list[RunSpec]:
 
 def report_e7(runs, out):
     rows = []
-    for spec, _, m in runs:
+    for label, _, m in runs:
         times = m.get("transfer_time_s", {})
-        rows.append({"run": spec.label, "transfers": m.get("transfers", 0),
+        rows.append({"run": label, "transfers": m.get("transfers", 0),
                      "failed": m.get("transfers_failed", "-"),
                      "transfer s (mean)": _fmt(times.get("mean")),
                      "transfer s (sd)": _fmt(times.get("sd")),
@@ -297,8 +299,8 @@ def report_e7(runs, out):
                      "receiver overhead %": _fmt(m.get("receiver_overhead_percent")),
                      "loss %": _fmt(m.get("loss_percent")), "marks": m.get("marks", "-")})
     curves_net, curves_time = {}, {}
-    for spec, _, m in runs:
-        algo, q = spec.label.split("-")[:2]
+    for label, _, m in runs:
+        algo, q = label.split("-")[:2]
         buffer = int(q[1:])
         curves_net.setdefault(algo.upper(), ([], []))
         curves_net[algo.upper()][0].append(buffer)
@@ -337,11 +339,12 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                        "ECN's average queue is higher than RED's (RED drops more)",
                        "throughput is about the same for all (~link rate)"]),
     Experiment("e2", "E2 (seed 001 Figs. 5-8): MECN vs AMECN under a load step",
-               "1.5 Mb/s bottleneck (125 packets/s), buffer 40, min 5 / mid 11.25 / max 15, "
-               "wq 0.0027; 2 forward + 1 reverse long-lived flows; 20 flows (window 25 "
-               "packets) join at 25 s one every 0.1 s, or run from 0 and stop at 25 s; "
-               "RTT 60 ms; kernel TCP (Reno) senders: ECT(1) marks are not acted upon "
-               "(MECN senders come with issue 6)",
+               "the paper's 1.5 Mb/s of 1000-byte packets is 187 packets/s: here 2.25 Mb/s of "
+               "1500 B; buffer 40, min 5 / mid 11.25 / max 15, wq 0.0027; 2 forward + 1 "
+               "reverse long-lived flows; 20 flows (window 25 packets) join at 25 s one every "
+               "0.1 s, or run from 0 and stop at 25 s; RTT 100 ms (the paper's 'terrestrial' "
+               "RTT); kernel TCP (Reno) senders: ECT(1) marks are not acted upon (MECN "
+               "senders come with issue 6)",
                plan_e2, report_e2,
                claims=["AMECN brings the average back into the target band within ~15 s",
                        "utilisation AMECN 96.3 % vs MECN 94.5 % (increase); 94.5 % vs 93.4 % "
@@ -349,7 +352,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("e3", "E3 (seed 001 Figs. 9-10): ARED vs AMECN over target delays",
                "5 Mb/s bottleneck (417 packets/s), 20 Reno flows with RTT 100-148 ms, "
                "automatic thresholds from target delays 20/40/80/120 ms, 40 s runs measured "
-               "over the last 20 s (the paper: 100 flows, 7 Mb/s, 100 s)",
+               "over the last 20 s (the paper: 100 flows, 7 Mb/s, 100 s); kernel TCP (Reno) "
+               "senders ignore incipient marks (ECT(1)), so AMECN acts only through its "
+               "moderate curve and forced drops until MECN senders exist (issue 6)",
                plan_e3, report_e3,
                claims=["AMECN reaches higher utilisation than ARED at the same delay",
                        "both keep the measured delay near the target"]),
@@ -357,7 +362,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "3 congested links of 5 Mb/s (417 packets/s), 2 ms each, one BMv2 per link; "
                "6 long flows across all three, 4 cross flows per link (the paper: 20 and 20, "
                "10 Mb/s); access 10 ms; automatic thresholds from target delays 20/40/80 ms "
-               "on every link; 40 s runs measured over the last 20 s",
+               "on every link; 40 s runs measured over the last 20 s; kernel TCP senders "
+               "ignore incipient marks (see E3)",
                plan_e4, report_e4,
                claims=["AMECN on all routers gives a higher overall throughput than ARED at "
                        "the same summed queueing delay"]),

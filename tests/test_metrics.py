@@ -104,6 +104,8 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert m["tail_drops_bmv2"] == 10 and m["dropped"] == 6 + 4 + 10
     assert m["loss_percent"] == pytest.approx(100 * 20 / 310)
     assert m["marks"] == 20
+    # 10 packets dropped in egress out of 300 served: 10 service slots spent on nothing.
+    assert m["slots_lost_percent"] == pytest.approx(100 * 10 / 300)
     # Window [1, 3]: sent (300 - 98) - (10 - 2) = 194 over 2 s of 100 packets/s.
     assert m["utilisation"] == pytest.approx(194 / 200)
     assert m["avg_queue"] == pytest.approx((4 + 8) / 2)
