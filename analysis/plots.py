@@ -3,6 +3,7 @@ utilisation vs delay, per-group goodput, metric-vs-parameter sweeps."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Sequence
@@ -88,6 +89,39 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float]], y_la
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def cwnd_over_time(runs: Sequence[tuple[str, Path]], out: Path, title: str = "") -> Path:
+    """One panel per run: each flow's congestion window. The userspace transport logs it
+    every 10 ms and at every reduction; iperf3 reports Linux's once a second (dots)."""
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.3 * len(runs) + 0.6), sharex=True,
+                             squeeze=False)
+    for ax, (label, folder) in zip(axes[:, 0], runs):
+        for k, path in enumerate(sorted((folder / "flows").glob("flow[0-9][0-9][0-9].json"))):
+            try:
+                doc = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if "mecn" in doc:
+                log = doc["mecn"]["cwnd"]
+                ax.plot([c[0] for c in log], [c[1] for c in log], lw=0.8, color=f"C{k}",
+                        label=f"flow {k} ({doc['start']['response']})")
+            else:
+                mss = doc.get("start", {}).get("tcp_mss_default", 1448)
+                points = [(i["streams"][0]["end"], i["streams"][0]["snd_cwnd"] / mss)
+                          for i in doc.get("intervals", []) if "snd_cwnd" in i["streams"][0]]
+                if points:
+                    ax.plot(*zip(*points), "o", ms=3, color=f"C{k}", label=f"flow {k} (kernel)")
+        ax.set_ylabel("cwnd (segments)")
+        ax.set_title(label, fontsize=9, loc="left")
+        ax.legend(loc="upper right", fontsize=7)
+    axes[-1, 0].set_xlabel("time (s)")
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -103,14 +103,20 @@ def run_metrics(folder: Path) -> dict:
     for k, flow in enumerate(config["flows"]):
         path = folder / "flows" / f"flow{k:03d}.json"
         try:
-            rates = metrics.iperf3_rates(json.loads(path.read_text()), MSS)
+            doc = json.loads(path.read_text())
+            # The userspace transport names its segment size; iperf3's is MSS.
+            rates = metrics.iperf3_rates(doc, doc.get("start", {}).get("mss", MSS))
         except (OSError, ValueError, KeyError):
-            rates = None
+            doc, rates = {}, None
+        reductions = doc.get("mecn", {}).get("reductions", {})
         flows.append({"flow": k, "group": flow["group"], "reverse": flow["reverse"],
-                      "start": flow["start"],
+                      "start": flow["start"], "transport": flow.get("transport", "kernel"),
                       "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
                       "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
-                      "retransmits": rates.retransmits if rates else -1})
+                      "retransmits": rates.retransmits if rates else -1,
+                      **{f"cuts_{signal}": reductions.get(signal, "")
+                         for signal in ("incipient", "moderate", "loss", "timeout")}})
+    out["senders"] = "+".join(sorted({f["transport"] for f in flows})) if flows else ""
     forward = [f for f in flows if not f["reverse"] and not math.isnan(f["goodput_mbps"])]
     out["flows_failed"] = sum(1 for f in flows if math.isnan(f["goodput_mbps"]))
     if forward:

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import control, dataplane
+from benchmarks import control, dataplane, transport
 from benchmarks.dataplane import Case
 from control_plane import toolchain
 from control_plane.aqm import DropTail, Ecnm, Mecn, Red, RedEcn
@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         r["goal_80_percent"] = r["ratio_to_trivial"] >= 0.8
     doc["dataplane"] = results
     doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
+    doc["transport"] = transport.run(work, 5.0 if args.quick else 15.0)
     doc["elapsed_s"] = time.monotonic() - started
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -133,6 +134,10 @@ def print_tables(doc: dict) -> None:
         table.add_row(f"telemetry, {label}",
                       f"{s['records_per_s']:.0f} records/s, loss {s['loss_percent']:.2f} %")
     table.add_row("golden model", f"{c['golden_model']['packets_per_s']:.0f} packets/s")
+    t = doc["transport"]
+    table.add_row(f"MECN sender, {t['bottleneck_mbps']:.0f} Mb/s tbf bottleneck",
+                  f"{t['goodput_mbps']:.2f} Mb/s ({100 * t['fill']:.0f} % of the link), "
+                  f"{100 * t['sender_cores']:.1f} % of a core")
     console.print(table)
 
 

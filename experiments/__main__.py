@@ -18,7 +18,7 @@ from rich.table import Table
 from analysis.results import run_metrics
 from control_plane import toolchain
 from control_plane.build import compile_program
-from experiments.catalog import EXPERIMENTS, plan_e7
+from experiments.catalog import EXPERIMENTS, PlanOptions
 from experiments.runner import Run
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -40,7 +40,7 @@ def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path
     (folder / "summary.md").write_text("\n".join(lines) + "\n")
 
 
-def run(name: str, out: Path, loss: float, log_level: str) -> int:
+def run(name: str, out: Path, opts: PlanOptions, log_level: str) -> int:
     experiment = EXPERIMENTS[name]
     if experiment.waiting_for:
         console.print(f"[yellow]{name}: not runnable yet, waiting for {experiment.waiting_for}")
@@ -49,7 +49,7 @@ def run(name: str, out: Path, loss: float, log_level: str) -> int:
     if missing:
         console.print(f"[red]{name}: needs the P4 toolchain: {missing}")
         return 2
-    specs = plan_e7(loss) if name == "e7" else experiment.plan()
+    specs = experiment.plan(opts)
     folder = out.resolve() / name / time.strftime("%Y%m%d-%H%M%S")
     folder.mkdir(parents=True)
     artifacts = compile_program(folder / "build")
@@ -96,8 +96,7 @@ def report(folder: Path) -> int:
         return 2
     name = json.loads((runs[0] / "config.json").read_text())["experiment"]
     results = [(run.name, run, run_metrics(run)) for run in runs]
-    order = {spec.label: k for k, spec in enumerate(
-        plan_e7() if name == "e7" else EXPERIMENTS[name].plan())}
+    order = {spec.label: k for k, spec in enumerate(EXPERIMENTS[name].plan(PlanOptions()))}
     results.sort(key=lambda r: order.get(r[0], len(order)))
     summarise(EXPERIMENTS[name], folder, results)
     return 0
@@ -111,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("name", choices=sorted(EXPERIMENTS))
     go.add_argument("--out", type=Path, default=Path("results"))
     go.add_argument("--loss", type=float, default=0.0, help="E7: random loss on access links")
+    go.add_argument("--kernel-tcp", action="store_true",
+                    help="seed 001's runs (demo MECN rows, E2-E4): Linux Reno senders instead "
+                         "of the userspace MECN/RFC 3168 ones")
     go.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
     again = sub.add_parser("report", help="recompute metrics, tables and plots of a run folder")
     again.add_argument("folder", type=Path)
@@ -124,12 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         for name, e in EXPERIMENTS.items():
             state = f"waiting for {e.waiting_for}" if e.waiting_for else "ready"
-            console.print(f"{name:5s} {e.title} ({state})")
+            console.print(f"{name:9s} {e.title} ({state})")
         return 0
     if args.command == "report":
         return report(args.folder)
     try:
-        return run(args.name, args.out, args.loss, args.log_level)
+        return run(args.name, args.out, PlanOptions(args.loss, args.kernel_tcp), args.log_level)
     except KeyboardInterrupt:
         console.print("[red]interrupted: everything the run started has been stopped")
         return 130

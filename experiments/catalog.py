@@ -26,11 +26,22 @@ class Experiment:
     name: str
     title: str
     scaling: str
-    plan: Callable[[], list[RunSpec]]
+    plan: Callable[["PlanOptions"], list[RunSpec]]
     # (label, run folder, metrics) of every run -> table rows and figures
     report: Callable[[list[tuple[str, Path, dict]], Path], tuple[list[Row], list[Path]]]
     waiting_for: str = ""
     claims: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    loss: float = 0.0           # E7: random loss on the clients' access links
+    # Seed 001's runs: userspace MECN senders (transport/) for MECN/AMECN and RFC 3168
+    # ones for ARED, or Linux's kernel TCP for all.
+    kernel_tcp: bool = False
+
+    def transport(self, response: str) -> str:
+        return "kernel" if self.kernel_tcp else response
 
 
 def _fmt(value, digits=2):
@@ -46,7 +57,8 @@ def _basic_row(label: str, m: dict) -> Row:
             "utilisation": _fmt(m.get("utilisation")), "avg queue": _fmt(m.get("avg_queue")),
             "delay ms": _fmt(m.get("queueing_delay_ms"), 1), "loss %": _fmt(m.get("loss_percent")),
             "slots lost %": _fmt(m.get("slots_lost_percent"), 1),
-            "marks": m.get("marks", "-"), "Jain": _fmt(m.get("jain"), 3)}
+            "marks": m.get("marks", "-"), "Jain": _fmt(m.get("jain"), 3),
+            "senders": m.get("senders", "-")}
 
 
 def _queue_figure(runs, out: Path, name: str, title: str) -> Path:
@@ -61,15 +73,18 @@ DEMO_TOPO = DumbbellSpec(
     bottleneck=Bottleneck(mbps=10, delay=0.010, buffer=60))
 
 
-def plan_demo() -> list[RunSpec]:
-    flows = tuple(Flow(i, i) for i in range(3))
+def plan_demo(opts: PlanOptions) -> list[RunSpec]:
     red = dict(minth=5, maxth=15, maxp=0.1, wq=0.002, limit=60)
     mecn = dict(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.1, wq=0.002, limit=60)
-    runs = [("droptail", DropTail(limit=60), False, None), ("red", Red(**red), False, None),
-            ("red_ecn", RedEcn(**red), True, None), ("mecn", Mecn(**mecn), True, None),
-            ("amecn", Mecn(**mecn), True, LoopSpec("amecn"))]
-    return [RunSpec("demo", label, replace(DEMO_TOPO, ecn=ecn), aqm, duration=40, flows=flows,
-                    loop=loop, measure_from=10) for label, aqm, ecn, loop in runs]
+    mecn_tcp = opts.transport("mecn")
+    runs = [("droptail", DropTail(limit=60), False, None, "kernel"),
+            ("red", Red(**red), False, None, "kernel"),
+            ("red_ecn", RedEcn(**red), True, None, "kernel"),
+            ("mecn", Mecn(**mecn), True, None, mecn_tcp),
+            ("amecn", Mecn(**mecn), True, LoopSpec("amecn"), mecn_tcp)]
+    return [RunSpec("demo", label, replace(DEMO_TOPO, ecn=ecn), aqm, duration=40,
+                    flows=tuple(Flow(i, i, transport=transport) for i in range(3)),
+                    loop=loop, measure_from=10) for label, aqm, ecn, loop, transport in runs]
 
 
 def report_basic(name: str, title: str):
@@ -88,7 +103,7 @@ def report_basic(name: str, title: str):
 
 # ----- E1 (seed 000) ---------------------------------------------------------------------
 
-def plan_e1() -> list[RunSpec]:
+def plan_e1(opts: PlanOptions) -> list[RunSpec]:
     topo = dict(senders=(Access(100, 0.001),) * 3, receivers=(Access(100, 0.001),) * 3,
                 bottleneck=Bottleneck(mbps=8, delay=0.010, buffer=20))
     flows = tuple(Flow(i, i) for i in range(3))
@@ -126,14 +141,17 @@ def report_e1(runs, out):
 E2_MECN = dict(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.1, wq=0.0027, limit=40)
 
 
-def plan_e2() -> list[RunSpec]:
+def plan_e2(opts: PlanOptions) -> list[RunSpec]:
     topo = DumbbellSpec(senders=(Access(10, 0.040),) * 2, receivers=(Access(10, 0.0),) * 2,
                         bottleneck=Bottleneck(mbps=2.25, delay=0.010, buffer=40), ecn=True)
     window = 25 * 1448
-    base = (Flow(0, 0), Flow(1, 1), Flow(0, 0, reverse=True))
-    joining = tuple(Flow(k % 2, k % 2, start=25 + 0.1 * k, window=window) for k in range(20))
-    leaving = tuple(Flow(k % 2, k % 2, start=0.1 * k, duration=25 - 0.1 * k, window=window)
+    tcp = opts.transport("mecn")
+    base = (Flow(0, 0, transport=tcp), Flow(1, 1, transport=tcp),
+            Flow(0, 0, reverse=True, transport=tcp))
+    joining = tuple(Flow(k % 2, k % 2, start=25 + 0.1 * k, window=window, transport=tcp)
                     for k in range(20))
+    leaving = tuple(Flow(k % 2, k % 2, start=0.1 * k, duration=25 - 0.1 * k, window=window,
+                         transport=tcp) for k in range(20))
     runs = []
     for direction, extra in (("up", joining), ("down", leaving)):
         for label, loop in (("mecn", None), ("amecn", LoopSpec("amecn"))):
@@ -178,20 +196,21 @@ def report_e2(runs, out):
 E3_TARGETS = (0.020, 0.040, 0.080, 0.120)
 
 
-def plan_e3() -> list[RunSpec]:
+def plan_e3(opts: PlanOptions) -> list[RunSpec]:
     delays = (0.040, 0.048, 0.056, 0.064)   # one-way access: RTT 100 to 148 ms
     bn = Bottleneck(mbps=5, delay=0.010, buffer=300)
     topo = DumbbellSpec(senders=tuple(Access(20, d) for d in delays),
                         receivers=(Access(20, 0.0),) * 4, bottleneck=bn, ecn=True)
-    flows = tuple(Flow(k % 4, k % 4) for k in range(20))
     runs = []
     for target in E3_TARGETS:
         auto = auto_thresholds(target, bn.pps)
         ared = RedEcn(minth=auto.minth, maxth=auto.maxth, maxp=0.1, wq=auto.wq, limit=bn.buffer)
         amecn = Mecn(minth=auto.minth, midth=auto.midth, maxth=auto.maxth, p1max=0.1,
                      p2max=0.1, wq=auto.wq, limit=bn.buffer)
-        for label, aqm, loop in (("ared", ared, LoopSpec("ared")),
-                                 ("amecn", amecn, LoopSpec("amecn"))):
+        for label, aqm, loop, response in (("ared", ared, LoopSpec("ared"), "rfc3168"),
+                                           ("amecn", amecn, LoopSpec("amecn"), "mecn")):
+            flows = tuple(Flow(k % 4, k % 4, transport=opts.transport(response))
+                          for k in range(20))
             runs.append(RunSpec("e3", f"{label}-{int(target * 1000)}ms", topo, aqm,
                                 duration=40, flows=flows, loop=loop, measure_from=20))
     return runs
@@ -225,26 +244,30 @@ def report_e3(runs, out):
 E4_TARGETS = (0.020, 0.040, 0.080)
 
 
-def plan_e4() -> list[RunSpec]:
+def plan_e4(opts: PlanOptions) -> list[RunSpec]:
     link = Bottleneck(mbps=5, delay=0.002, buffer=300)
     topo = ParkingLotSpec(links=(link,) * 3, long_senders=(Access(20, 0.010),) * 2,
                           cross_access=Access(20, 0.010), receiver_access=Access(20, 0.0),
                           ecn=True)
     n_long = len(topo.long_senders)
-    # 6 long flows across the three links, 4 cross flows per link.
-    flows = tuple(Flow(k % n_long, k % n_long, group="long") for k in range(6))
-    flows += tuple(Flow(n_long + link_k, n_long + link_k, group=f"cross{link_k + 1}")
-                   for link_k in range(3) for _ in range(4))
+
+    def flows(tcp: str) -> tuple[Flow, ...]:
+        """6 long flows across the three links, 4 cross flows per link."""
+        long = tuple(Flow(k % n_long, k % n_long, group="long", transport=tcp)
+                     for k in range(6))
+        return long + tuple(Flow(n_long + link_k, n_long + link_k, group=f"cross{link_k + 1}",
+                                 transport=tcp) for link_k in range(3) for _ in range(4))
     runs = []
     for target in E4_TARGETS:
         auto = auto_thresholds(target, link.pps)
         ared = RedEcn(minth=auto.minth, maxth=auto.maxth, maxp=0.1, wq=auto.wq, limit=link.buffer)
         amecn = Mecn(minth=auto.minth, midth=auto.midth, maxth=auto.maxth, p1max=0.1,
                      p2max=0.1, wq=auto.wq, limit=link.buffer)
-        for label, aqm, loop in (("ared", ared, LoopSpec("ared")),
-                                 ("amecn", amecn, LoopSpec("amecn"))):
+        for label, aqm, loop, response in (("ared", ared, LoopSpec("ared"), "rfc3168"),
+                                           ("amecn", amecn, LoopSpec("amecn"), "mecn")):
             runs.append(RunSpec("e4", f"{label}-{int(target * 1000)}ms", topo, aqm,
-                                duration=40, flows=flows, loop=loop, measure_from=20))
+                                duration=40, flows=flows(opts.transport(response)), loop=loop,
+                                measure_from=20))
     return runs
 
 
@@ -273,7 +296,8 @@ def report_e4(runs, out):
 E7_BUFFERS = {16: (5, 15), 32: (10, 30), 64: (20, 60), 128: (40, 120)}
 
 
-def plan_e7(loss: float = 0.0) -> list[RunSpec]:
+def plan_e7(opts: PlanOptions) -> list[RunSpec]:
+    loss = opts.loss
     runs = []
     for buffer, (lo, hi) in E7_BUFFERS.items():
         red = dict(minth=lo, maxth=hi, maxp=0.1, wq=0.002, gentle=True, limit=buffer)
@@ -315,15 +339,73 @@ def report_e7(runs, out):
     return rows, figures
 
 
+# ----- the userspace transport against Linux's Reno (issue 6's validation) ---------------
+
+def plan_transport(opts: PlanOptions) -> list[RunSpec]:
+    red = dict(minth=5, maxth=15, maxp=0.1, wq=0.002, limit=60)
+    senders = {"kernel": ("kernel", "kernel"), "userspace": ("rfc3168", "rfc3168"),
+               "mixed": ("kernel", "rfc3168")}
+    runs = []
+    for label, aqm, ecn in (("droptail", DropTail(limit=60), False),
+                            ("red_ecn", RedEcn(**red), True)):
+        for who, transports in senders.items():
+            flows = tuple(Flow(i, i, transport=t) for i, t in enumerate(transports))
+            runs.append(RunSpec("transport", f"{label}-{who}",
+                                replace(DEMO_TOPO, senders=DEMO_TOPO.senders[:2],
+                                        receivers=DEMO_TOPO.receivers[:2], ecn=ecn),
+                                aqm, duration=30, flows=flows, measure_from=5))
+    return runs
+
+
+def _flow_rows(folder: Path) -> list[dict]:
+    import csv
+    with open(folder / "flows.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def report_transport(runs, out):
+    rows = []
+    totals = {label: m.get("goodput_mbps", math.nan) for label, _, m in runs}
+    for label, folder, m in runs:
+        flows = _flow_rows(folder)
+        by = {t: [float(f["goodput_mbps"]) for f in flows if f["transport"] == t]
+              for t in ("kernel", "rfc3168")}
+        aqm, who = label.split("-")
+        if who == "mixed":
+            ratio = sum(by["rfc3168"]) / sum(by["kernel"]) if sum(by["kernel"]) else math.nan
+        elif who == "userspace":
+            ratio = m.get("goodput_mbps", math.nan) / totals.get(f"{aqm}-kernel", math.nan)
+        else:
+            ratio = math.nan
+        cuts = {k: sum(int(f[f"cuts_{k}"] or 0) for f in flows)
+                for k in ("incipient", "moderate", "loss", "timeout")}
+        rows.append({**_basic_row(label, m),
+                     "kernel flows Mb/s": _fmt(sum(by["kernel"])) if by["kernel"] else "-",
+                     "userspace flows Mb/s": _fmt(sum(by["rfc3168"])) if by["rfc3168"] else "-",
+                     "userspace/kernel": _fmt(ratio),
+                     "userspace cuts (mark/loss/timeout)":
+                         f"{cuts['incipient'] + cuts['moderate']}/{cuts['loss']}/{cuts['timeout']}"})
+    figures = [plots.cwnd_over_time([(label, folder) for label, folder, _ in runs],
+                                    out / "transport-cwnd.png",
+                                    "cwnd: userspace Reno (lines) and Linux Reno (dots, 1/s)"),
+               _queue_figure(runs, out, "transport-queue", "queue with each kind of sender")]
+    return rows, figures
+
+
 def _waiting(name: str, what: str) -> Experiment:
-    return Experiment(name, f"{name.upper()} (waiting)", "", lambda: [],
+    return Experiment(name, f"{name.upper()} (waiting)", "", lambda opts: [],
                       lambda runs, out: ([], []), waiting_for=what)
 
+
+SENDERS = ("senders: the userspace Reno of transport/ (seed 001 Table 3 for AMECN, RFC 3168 "
+           "halving for ARED; `--kernel-tcp`: Linux Reno for both, which ignores ECT(1))")
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("demo", "Demo: DropTail, RED, RED+ECN, MECN, AMECN on one dumbbell",
                "3 Reno flows, 10 Mb/s bottleneck (833 packets/s of 1500 B), RTT 30 ms, "
-               "buffer 60, 40 s per algorithm", plan_demo,
+               "buffer 60, 40 s per algorithm; Linux Reno for DropTail/RED/RED+ECN, the "
+               "userspace MECN Reno of transport/ for MECN/AMECN (`--kernel-tcp`: Linux "
+               "Reno for all)", plan_demo,
                report_basic("demo", "Demo: 3 flows through a 10 Mb/s bottleneck"),
                claims=["RED+ECN keeps the queue of RED with fewer drops",
                        "MECN and AMECN hold the average near their thresholds"]),
@@ -343,8 +425,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "1500 B; buffer 40, min 5 / mid 11.25 / max 15, wq 0.0027; 2 forward + 1 "
                "reverse long-lived flows; 20 flows (window 25 packets) join at 25 s one every "
                "0.1 s, or run from 0 and stop at 25 s; RTT 100 ms (the paper's 'terrestrial' "
-               "RTT); kernel TCP (Reno) senders: ECT(1) marks are not acted upon (MECN "
-               "senders come with issue 6)",
+               "RTT); senders: the userspace MECN Reno of transport/ (seed 001 Table 3; "
+               "`--kernel-tcp`: Linux Reno, which ignores ECT(1))",
                plan_e2, report_e2,
                claims=["AMECN brings the average back into the target band within ~15 s",
                        "utilisation AMECN 96.3 % vs MECN 94.5 % (increase); 94.5 % vs 93.4 % "
@@ -352,9 +434,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("e3", "E3 (seed 001 Figs. 9-10): ARED vs AMECN over target delays",
                "5 Mb/s bottleneck (417 packets/s), 20 Reno flows with RTT 100-148 ms, "
                "automatic thresholds from target delays 20/40/80/120 ms, 40 s runs measured "
-               "over the last 20 s (the paper: 100 flows, 7 Mb/s, 100 s); kernel TCP (Reno) "
-               "senders ignore incipient marks (ECT(1)), so AMECN acts only through its "
-               "moderate curve and forced drops until MECN senders exist (issue 6)",
+               "over the last 20 s (the paper: 100 flows, 7 Mb/s, 100 s); " + SENDERS,
                plan_e3, report_e3,
                claims=["AMECN reaches higher utilisation than ARED at the same delay",
                        "both keep the measured delay near the target"]),
@@ -362,11 +442,18 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "3 congested links of 5 Mb/s (417 packets/s), 2 ms each, one BMv2 per link; "
                "6 long flows across all three, 4 cross flows per link (the paper: 20 and 20, "
                "10 Mb/s); access 10 ms; automatic thresholds from target delays 20/40/80 ms "
-               "on every link; 40 s runs measured over the last 20 s; kernel TCP senders "
-               "ignore incipient marks (see E3)",
+               "on every link; 40 s runs measured over the last 20 s; " + SENDERS,
                plan_e4, report_e4,
                claims=["AMECN on all routers gives a higher overall throughput than ARED at "
                        "the same summed queueing delay"]),
+    Experiment("transport", "The userspace transport's Reno against Linux's Reno",
+               "the demo's dumbbell with 2 senders (10 Mb/s, RTT 30 ms, buffer 60): 2 Linux "
+               "Reno flows, 2 userspace Reno flows in RFC 3168 mode, or one of each; DropTail "
+               "and RED+ECN (min 5 / max 15, maxp 0.1); 30 s runs measured from 5 s",
+               plan_transport, report_transport,
+               claims=["the userspace Reno reaches goodput comparable to Linux's Reno "
+                       "(ratio near 1), alone and sharing the link",
+                       "its cwnd is Reno's sawtooth: halving per mark or loss, +1 per RTT"]),
     _waiting("e5", "the AECN algorithm (per-group max_p, mark-front, RTT groups)"),
     _waiting("e6", "the NEWQUE, BLUE, PI and REM algorithms"),
     Experiment("e7", "E7 (seed 004): short transfers, DT vs RED vs ECN over buffer sizes",

@@ -7,7 +7,8 @@ A run's folder holds:
   rtt.json         measured ping RTT per sender/receiver pair against the configured one
   telemetry.csv    bottleneck telemetry: time, average, depth, probability, sojourn, Pmax
   counters.csv     bottleneck counters once a second
-  flows/*.json     iperf3 output of every flow (client side)
+  flows/*.json     iperf3 output of every flow (client side), or the userspace
+                   transport's in the same shape (and its receiver's, flowNNN-receiver.json)
   transfers/*.json short-transfer client results; tcp.json per-host TCP segment counts
   s1/              the switch's log; d*.json the delay lines' counters
   metrics.json     computed metrics (see analysis/metrics.py); flows.csv per flow
@@ -317,13 +318,22 @@ class Run:
             data_src = topo.receivers[flow.receiver] if flow.reverse else topo.senders[flow.sender]
             data_dst = topo.senders[flow.sender] if flow.reverse else topo.receivers[flow.receiver]
             port = IPERF_BASE_PORT + k
-            self._start(topo.host(data_dst), ["iperf3", "-s", "-1", "-p", str(port)],
-                        stdout=subprocess.DEVNULL)
             duration = flow.duration or spec.duration - flow.start
-            argv = ["iperf3", "-c", data_dst.ip, "-p", str(port), "-t", f"{duration:.2f}",
-                    "-C", spec.topology.congestion_control, "--json", "-i", "1"]
-            if flow.window:
-                argv += ["-w", str(flow.window)]
+            if flow.transport == "kernel":
+                server = ["iperf3", "-s", "-1", "-p", str(port)]
+                argv = ["iperf3", "-c", data_dst.ip, "-p", str(port), "-t", f"{duration:.2f}",
+                        "-C", spec.topology.congestion_control, "--json", "-i", "1"]
+                window = ["-w", str(flow.window)] if flow.window else []
+            else:   # the userspace MECN/RFC 3168 Reno over UDP
+                server = [sys.executable, "-m", "transport", "receive", "--port", str(port),
+                          "--first-wait", str(spec.duration + GRACE),
+                          "--out", str(flows_dir / f"flow{k:03d}-receiver.json")]
+                argv = [sys.executable, "-m", "transport", "send", "--to", data_dst.ip,
+                        "--port", str(port), "--time", f"{duration:.2f}", "--flow", str(k),
+                        "--response", flow.transport]
+                window = ["--window", str(flow.window)] if flow.window else []
+            self._start(topo.host(data_dst), server, stdout=subprocess.DEVNULL)
+            argv += window
             pending.append((flow.start, topo.host(data_src), argv, flows_dir / f"flow{k:03d}.json"))
         if spec.transfers:
             (self.folder / "transfers").mkdir(exist_ok=True)

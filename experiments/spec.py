@@ -10,10 +10,15 @@ from topologies.dumbbell import DumbbellSpec
 from topologies.parking_lot import ParkingLotSpec
 
 
+TRANSPORTS = ("kernel", "mecn", "rfc3168")
+
+
 @dataclass(frozen=True)
 class Flow:
-    """A long-lived TCP flow (iperf3). sender/receiver index the dumbbell's hosts; a
-    reverse flow sends from the receiver side to the sender side (ACK-path traffic)."""
+    """A long-lived flow. sender/receiver index the dumbbell's hosts; a reverse flow sends
+    from the receiver side to the sender side (ACK-path traffic). transport: "kernel" is
+    Linux TCP through iperf3; "mecn" and "rfc3168" are the userspace Reno of `transport/`
+    answering marks as seed 001's Table 3 says or halving on any mark."""
 
     sender: int
     receiver: int
@@ -22,6 +27,7 @@ class Flow:
     window: int | None = None       # bytes: caps the flow's window (iperf3 -w)
     reverse: bool = False
     group: str = ""                 # e.g. fragile / average / robust
+    transport: str = "kernel"
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,9 @@ class RunSpec:
             if not (0 <= flow.sender < n_send and 0 <= flow.receiver < n_recv):
                 raise ValueError(f"{self.label}: flow {flow} names a host the topology lacks")
             end = flow.start + (flow.duration or 0)
+            if flow.transport not in TRANSPORTS:
+                raise ValueError(f"{self.label}: transport {flow.transport!r} is not one of "
+                                 f"{', '.join(TRANSPORTS)}")
             if flow.start < 0 or end > self.duration:
                 raise ValueError(f"{self.label}: flow {flow} runs outside [0, {self.duration}] s")
         if not self.flows and self.transfers is None:

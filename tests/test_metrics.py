@@ -66,8 +66,10 @@ def test_summary():
 
 def write_run(folder, flows, counters, telemetry, measure_from=1.0, duration=3.0):
     config = {"label": "x", "aqm": {"type": "Red"}, "loop": None, "measure_from": measure_from,
-              "duration": duration, "flows": [{"group": g, "reverse": False, "start": 0.0}
-                                              for g, _ in flows],
+              "duration": duration,
+              "flows": [{"group": g, "reverse": False, "start": 0.0,
+                         "transport": r.get("start", {}).get("response", "kernel")}
+                        for g, r in flows],
               "topology": {"bottleneck": {"mbps": 1.2, "packet_bytes": 1500}}}
     (folder / "config.json").write_text(json.dumps(config))
     (folder / "flows").mkdir()
@@ -88,8 +90,12 @@ def counter_row(t, enqueued, seen, prob=0, forced=0, overflow=0, marks=0):
 
 def test_run_metrics_from_a_hand_made_run(tmp_path):
     """100 packets/s bottleneck (1.2 Mb/s of 1500 B), 3 s; window [1, 3]."""
+    # The third flow is the userspace transport's: its own segment size and reductions.
+    mecn = iperf(3_000_000, 1_500_000, 3.0, 10)
+    mecn["start"] = {"response": "mecn", "mss": 1460}
+    mecn["mecn"] = {"reductions": {"incipient": 4, "moderate": 2, "loss": 1, "timeout": 0}}
     flows = [("robust", iperf(3_000_000, 3_000_000, 3.0, 0)),
-             ("fragile", iperf(1_000_000, 1_000_000, 3.0, 10))]
+             ("fragile", iperf(1_000_000, 1_000_000, 3.0, 10)), ("fragile", mecn)]
     counters = [counter_row(0.0, 0, 0), counter_row(1.0, 100, 98, prob=2, marks=5),
                 counter_row(3.0, 310, 300, prob=6, forced=4, marks=20)]
     telemetry = [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0,
@@ -112,8 +118,15 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert m["queue"] == pytest.approx((6 + 10) / 2)
     assert m["queueing_delay_ms"] == pytest.approx(80.0)
     assert m["pmax_final"] == 0.2
-    assert m["goodput_mbps"] == pytest.approx((8 * 3 + 8 * 1) / 3)
-    assert m["jain"] == pytest.approx(metrics.jain([8.0, 8 / 3]))
+    assert m["goodput_mbps"] == pytest.approx((8 * 3 + 8 * 1 + 8 * 1.5) / 3)
+    assert m["throughput_mbps"] == pytest.approx(
+        (8 * 3 + 8 * (1 + 10 * 1448e-6) + 8 * (3 + 10 * 1460e-6)) / 3)
+    assert m["jain"] == pytest.approx(metrics.jain([8.0, 8 / 3, 4.0]))
+    assert m["senders"] == "kernel+mecn"
     assert m["group_goodput_mbps"]["robust"]["mean"] == pytest.approx(8.0)
     assert m["lockout"] == 0
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "flows.csv").exists()
+    rows = (tmp_path / "flows.csv").read_text().splitlines()
+    mecn_row = rows[3].split(",")
+    assert mecn_row[4] == "mecn" and float(mecn_row[5]) == pytest.approx(8 * (1 + 10 * 1460 / 3e6))
+    assert mecn_row[6:] == ["4.0", "10", "4", "2", "1", "0"]

@@ -1,5 +1,6 @@
-"""A short end-to-end run: two Reno flows through the real switch in a Mininet dumbbell
-(delay lines, tbf access links), with ECN on and off."""
+"""Short end-to-end runs through the real switch in a Mininet dumbbell (delay lines, tbf
+access links): two Linux Reno flows with ECN on and off, and two userspace MECN flows
+that meet every congestion level."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from analysis.results import run_metrics
-from control_plane.aqm import RedEcn
+import json
+
+from control_plane.aqm import Mecn, RedEcn
 from experiments.runner import Run
 from experiments.spec import Flow, RunSpec
 from topologies.dumbbell import Bottleneck, DumbbellSpec
@@ -60,6 +63,35 @@ def test_two_flows_through_the_switch(mininet_ready, artifacts, tmp_path, ecn):
         except OSError:
             pass
     assert not leftovers, f"processes left running: {leftovers}"
+
+
+def test_mecn_senders_answer_every_level(mininet_ready, artifacts, tmp_path):
+    """Tight MECN thresholds and a queue limit just above max: the userspace senders see
+    incipient and moderate marks and losses, and cut their windows for each."""
+    spec = RunSpec("test", "mecn",
+                   DumbbellSpec(senders=(Access(20, 0.005),) * 2,
+                                receivers=(Access(20, 0.0),) * 2,
+                                bottleneck=Bottleneck(mbps=5, delay=0.005, buffer=14), ecn=True),
+                   Mecn(minth=2, midth=5, maxth=10, p1max=0.3, p2max=0.3, wq=0.05, limit=12),
+                   duration=10, flows=(Flow(0, 0, transport="mecn"), Flow(1, 1, transport="mecn")),
+                   measure_from=2)
+    folder = Run(spec, tmp_path / "run", artifacts).execute()
+    m = run_metrics(folder)
+    flows = [json.loads((folder / "flows" / f"flow{k:03d}.json").read_text()) for k in (0, 1)]
+    receivers = [json.loads((folder / "flows" / f"flow{k:03d}-receiver.json").read_text())
+                 for k in (0, 1)]
+    assert all(f["error"] is None for f in flows), [f["error"] for f in flows]
+    cuts = {s: sum(f["mecn"]["reductions"][s] for f in flows)
+            for s in ("incipient", "moderate", "loss")}
+    assert all(n > 0 for n in cuts.values()), cuts
+    # What the senders heard is what the receivers saw, and the switch marked that much.
+    for f, r in zip(flows, receivers):
+        assert r["complete"] and r["bytes"] == f["end"]["sum_received"]["bytes"]
+        for level in ("incipient", "moderate"):   # an ACK may be late for a sender done
+            assert r["levels"][level] - 3 <= f["mecn"]["marks"][level] <= r["levels"][level]
+    seen = sum(r["levels"]["incipient"] + r["levels"]["moderate"] for r in receivers)
+    assert 0 < seen <= m["marks"]
+    assert m["senders"] == "mecn" and m["goodput_mbps"] > 1.0
 
 
 async def test_parking_lot_routes_long_and_cross_traffic(mininet_ready, artifacts, tmp_path):

@@ -1,0 +1,281 @@
+"""The MECN transport: Reno's state machine on scripted ACKs, the wire format, and both
+ends over real sockets on loopback (no switch, no root)."""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+
+import pytest
+
+from transport import endpoint, wire
+from transport.reno import Reassembly, RenoConfig, RenoSender, Response
+from transport.wire import Level
+
+RTT = 0.1
+
+
+def sender(cwnd: float = 10, response: Response = Response.MECN, **kw) -> RenoSender:
+    return RenoSender(RenoConfig(response=response, initial_cwnd=cwnd, **kw))
+
+
+def ack_round(s: RenoSender, now: float, level: Level = Level.NONE) -> list[int]:
+    """Send what the window allows, then acknowledge it segment by segment one RTT later."""
+    sent = s.transmit(now)
+    for seq in sent:
+        s.on_ack(seq + 1, level, now + RTT)
+    return sent
+
+
+# ---- sender --------------------------------------------------------------------------
+
+def test_slow_start_doubles_per_round_trip():
+    s = sender(cwnd=10)
+    assert ack_round(s, 0.0) == list(range(10))
+    assert s.cwnd == 20
+    ack_round(s, RTT)
+    assert s.cwnd == 40 and s.snd_una == 30
+
+
+def test_congestion_avoidance_adds_about_one_segment_per_round_trip():
+    s = sender(cwnd=20)
+    s.ssthresh = 20
+    ack_round(s, 0.0)
+    assert 20.9 < s.cwnd < 21.0   # sum of 1/cwnd over 20 ACKs, cwnd growing meanwhile
+
+
+def test_three_duplicate_acks_fast_retransmit_and_reno_recovery():
+    s = sender(cwnd=10)
+    assert s.transmit(0.0) == list(range(10))
+    s.on_ack(1, Level.NONE, RTT)           # segment 0 arrived; 1 lost; 2.. arrive
+    assert s.cwnd == 11
+    s.transmit(RTT)
+    for _ in range(3):
+        s.on_ack(1, Level.NONE, RTT)
+    assert s.stats.reductions["loss"] == 1
+    assert s.ssthresh == 5.5 and s.cwnd == 5.5 + 3
+    assert s.transmit(RTT)[0] == 1                       # the lost segment first
+    assert s.stats.retransmits == 1
+    s.on_ack(1, Level.NONE, RTT)                         # a fourth duplicate inflates
+    assert s.cwnd == 9.5
+    s.on_ack(12, Level.NONE, 2 * RTT)                    # new ACK: deflate, leave recovery
+    assert s.cwnd == 5.5 and not s.in_recovery
+
+
+def test_timeout_goes_back_to_one_segment_and_backs_off():
+    s = sender(cwnd=8)
+    s.transmit(0.0)
+    assert s.timer == pytest.approx(1.0)                  # initial RTO
+    s.on_timeout(1.0)
+    assert s.cwnd == 1 and s.ssthresh == 4 and s.rto == 2.0
+    assert s.transmit(1.0) == [0] and s.stats.retransmits == 1
+    assert s.stats.reductions["timeout"] == 1
+    s.on_ack(1, Level.NONE, 1.2)                          # retransmitted: Karn, no sample
+    assert s.srtt is None and s.rto == 2.0
+    assert s.cwnd == 2                                   # slow start again
+
+
+def test_rtt_estimate_jacobson_karels():
+    s = sender(cwnd=1)
+    s.transmit(0.0)
+    s.on_ack(1, Level.NONE, 0.3)
+    assert s.srtt == pytest.approx(0.3) and s.rttvar == pytest.approx(0.15)
+    assert s.rto == pytest.approx(0.3 + 4 * 0.15)
+    s.transmit(0.3)
+    s.on_ack(2, Level.NONE, 0.4)                          # a 0.1 s sample
+    s.on_ack(3, Level.NONE, 0.45)                         # segment 2: 0.15 s
+    assert s.rttvar == pytest.approx(0.75 * (0.75 * 0.15 + 0.25 * 0.2) + 0.25 * abs(0.275 - 0.15))
+    assert s.srtt == pytest.approx(0.875 * 0.275 + 0.125 * 0.15)
+
+
+@pytest.mark.parametrize("response,level,factor", [
+    (Response.MECN, Level.INCIPIENT, 0.8), (Response.MECN, Level.MODERATE, 0.6),
+    (Response.RFC3168, Level.INCIPIENT, 0.5), (Response.RFC3168, Level.MODERATE, 0.5)])
+def test_mark_response(response, level, factor):
+    s = sender(cwnd=20, response=response)
+    s.transmit(0.0)
+    s.on_ack(1, level, RTT)                               # +1 for the ACK, then the cut
+    assert s.cwnd == pytest.approx(21 * factor) and s.ssthresh == s.cwnd
+    assert s.stats.reductions[level.name.lower()] == 1
+    assert s.stats.marks[level.name.lower()] == 1
+
+
+def test_no_congestion_levels_never_reduce():
+    s = sender(cwnd=10)
+    s.transmit(0.0)
+    s.on_ack(1, Level.NONE, RTT)
+    s.on_ack(2, Level.WINDOW_REDUCED, RTT)
+    assert s.cwnd == 12 and sum(s.stats.reductions.values()) == 0
+
+
+def test_one_reduction_per_round_trip_most_severe_signal_wins():
+    s = sender(cwnd=20)
+    s.transmit(0.0)
+    s.on_ack(1, Level.INCIPIENT, RTT)                     # 21 * 0.8
+    s.on_ack(2, Level.INCIPIENT, RTT)                     # same window: ignored
+    assert s.cwnd == pytest.approx(16.8 + 1 / 16.8) and s.stats.ignored_signals == 1
+    assert s.stats.reductions["incipient"] == 1
+    s.on_ack(3, Level.MODERATE, RTT)                      # more severe: 0.6 of the 21
+    assert s.cwnd == pytest.approx(21 * 0.6) and s.stats.reductions["moderate"] == 1
+    s.on_ack(4, Level.INCIPIENT, RTT)
+    assert s.stats.ignored_signals == 2
+    for seq in range(4, 20):                              # the window's segments acked
+        s.on_ack(seq + 1, Level.NONE, RTT)
+    s.transmit(RTT)
+    before = s.cwnd
+    s.on_ack(21, Level.INCIPIENT, 2 * RTT)                # a new round trip: cut again
+    assert s.cwnd == pytest.approx((before + 1 / before) * 0.8)
+
+
+def test_limit_ends_the_flow():
+    s = RenoSender(RenoConfig(initial_cwnd=10), limit=3)
+    assert s.transmit(0.0) == [0, 1, 2]
+    s.on_ack(3, Level.NONE, RTT)
+    assert s.done and s.timer is None
+
+
+def test_ack_beyond_what_was_sent_is_refused():
+    s = sender()
+    s.transmit(0.0)
+    with pytest.raises(ValueError):
+        s.on_ack(11, Level.NONE, RTT)
+
+
+def test_config_is_checked():
+    with pytest.raises(ValueError):
+        RenoConfig(initial_cwnd=0)
+    with pytest.raises(ValueError):
+        RenoConfig(min_rto=2.0, initial_rto=1.0)
+
+
+# ---- receiver ------------------------------------------------------------------------
+
+def test_reassembly_orders_counts_and_finishes():
+    r = Reassembly(window=8)
+    assert r.on_segment(0, 100, Level.NONE, False) == 1
+    assert r.on_segment(2, 100, Level.INCIPIENT, False) == 1      # a hole at 1
+    assert r.on_segment(2, 100, Level.INCIPIENT, False) == 1      # duplicate
+    assert r.on_segment(50, 100, Level.NONE, False) == 1          # beyond the window
+    assert r.on_segment(1, 100, Level.MODERATE, False) == 3
+    assert r.on_segment(3, 0, Level.NONE, True) == 4 and r.complete
+    st = r.stats
+    assert (st.bytes, st.duplicates, st.out_of_order, st.too_far_ahead) == (300, 1, 1, 1)
+    assert st.levels == {"none": 3, "incipient": 2, "moderate": 1}
+
+
+# ---- wire ----------------------------------------------------------------------------
+
+def test_wire_roundtrip_and_levels():
+    data = wire.decode_data(wire.encode_data(7, 123, bytes(wire.PAYLOAD)))
+    assert data == wire.Data(7, 123, wire.PAYLOAD, False)
+    ack = wire.Ack(7, 124, 123, Level.MODERATE)
+    assert wire.decode_ack(wire.encode_ack(ack)) == ack
+    assert [wire.level_of_ecn(e) for e in (0, 1, 2, 3)] == [
+        Level.NONE, Level.INCIPIENT, Level.NONE, Level.MODERATE]
+    assert 20 + 8 + len(wire.encode_data(1, 0, bytes(wire.PAYLOAD))) == 1500
+
+
+@pytest.mark.parametrize("datagram", [
+    b"", b"\x4d", b"\x00\x00\x01\x00" + bytes(8), wire.encode_ack(wire.Ack(1, 1, 0, Level.NONE)),
+    wire.encode_data(1, 0, bytes(wire.PAYLOAD + 1))])
+def test_malformed_data_is_refused(datagram):
+    with pytest.raises(wire.Malformed):
+        wire.decode_data(datagram)
+
+
+def test_malformed_acks_are_refused():
+    good = wire.encode_ack(wire.Ack(1, 1, 0, Level.NONE))
+    for bad in (good[:-1], good + b"x", good[:3] + b"\x07" + good[4:],
+                wire.encode_data(1, 0, b"")):
+        with pytest.raises(wire.Malformed):
+            wire.decode_ack(bad)
+
+
+def test_random_bytes_raise_only_malformed():
+    rng = random.Random(5)
+    for _ in range(2000):
+        blob = bytes(rng.randrange(256) for _ in range(rng.randrange(30)))
+        for decode in (wire.decode_data, wire.decode_ack):
+            try:
+                decode(blob)
+            except wire.Malformed:
+                pass
+
+
+# ---- both ends on loopback -----------------------------------------------------------
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_receiver(port: int, **kw) -> tuple[threading.Thread, dict, threading.Event]:
+    box: dict = {}
+    ready = threading.Event()
+    thread = threading.Thread(target=lambda: box.update(endpoint.receive(
+        port, on_ready=ready.set, **kw)), daemon=True)
+    thread.start()
+    assert ready.wait(5)
+    return thread, box, ready
+
+
+def test_loopback_flow_delivers_every_byte():
+    port = free_udp_port()
+    thread, box, _ = start_receiver(port, first_wait=10, idle=5, linger=0.2)
+    result = endpoint.send(endpoint.SendJob("127.0.0.1", port, 0.5), RenoConfig())
+    thread.join(10)
+    assert result["error"] is None
+    received = result["end"]["sum_received"]["bytes"]
+    assert received > 100 * wire.PAYLOAD
+    assert box["complete"] and box["bytes"] == received
+    assert box["levels"]["none"] == box["segments"]     # every segment ECT(0)
+    assert result["mecn"]["cwnd"] and result["mecn"]["rtt_samples"] > 0
+
+
+def test_receiver_echoes_the_codepoint_and_survives_garbage_duplicates_reordering():
+    port = free_udp_port()
+    thread, box, _ = start_receiver(port, first_wait=10, idle=5, linger=0.1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(2)
+        s.connect(("127.0.0.1", port))
+        acks = []
+
+        def send(seq: int, tos: int, payload: bytes = b"x" * 10, fin: bool = False) -> None:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+            s.send(wire.encode_data(9, seq, payload, fin))
+            acks.append(wire.decode_ack(s.recv(64)))
+
+        send(0, 0b10)                                    # ECT(0): no congestion
+        s.send(b"garbage")                               # ignored, no ACK
+        s.send(wire.encode_data(9, 1, bytes(wire.PAYLOAD + 5)))
+        send(2, 0b01)                                    # ECT(1), out of order
+        send(2, 0b01)                                    # duplicate
+        send(1, 0b11)                                    # CE fills the hole
+        send(3, 0b10, b"", fin=True)
+    thread.join(5)
+    assert [(a.ack, a.echo_seq, a.level) for a in acks] == [
+        (1, 0, Level.NONE), (1, 2, Level.INCIPIENT), (1, 2, Level.INCIPIENT),
+        (3, 1, Level.MODERATE), (4, 3, Level.NONE)]
+    assert box["complete"] and box["bytes"] == 30
+    assert box["malformed"] == 2 and box["duplicates"] == 1 and box["out_of_order"] == 1
+
+
+def test_sender_gives_up_on_a_silent_receiver():
+    port = free_udp_port()                     # nobody listens: port unreachable
+    start = time.monotonic()
+    result = endpoint.send(endpoint.SendJob("127.0.0.1", port, 5.0, give_up=1.0),
+                           RenoConfig())
+    assert time.monotonic() - start < 5
+    assert "giving up" in result["error"] and "port-unreachable" in result["error"]
+    assert result["end"]["sum_received"]["bytes"] == 0
+
+
+def test_receiver_gives_up_when_nothing_comes():
+    port = free_udp_port()
+    thread, box, _ = start_receiver(port, first_wait=0.3)
+    thread.join(5)
+    assert box["error"].startswith("no data for")
+    assert box["segments"] == 0
