@@ -109,16 +109,21 @@ def run_metrics(folder: Path) -> dict:
         except (OSError, ValueError, KeyError):
             doc, rates = {}, None
         reductions = doc.get("mecn", {}).get("reductions", {})
+        error = doc.get("error") if rates else "no result"
+        if error and "interrupt" in error:   # stopped late by the runner: measured anyway
+            error = None
         flows.append({"flow": k, "group": flow["group"], "reverse": flow["reverse"],
                       "start": flow["start"], "transport": flow.get("transport", "kernel"),
                       "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
                       "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
                       "retransmits": rates.retransmits if rates else -1,
+                      "error": error or "",
                       **{f"cuts_{signal}": reductions.get(signal, "")
                          for signal in ("incipient", "moderate", "loss", "timeout")}})
     out["senders"] = "+".join(sorted({f["transport"] for f in flows})) if flows else ""
     forward = [f for f in flows if not f["reverse"] and not math.isnan(f["goodput_mbps"])]
-    out["flows_failed"] = sum(1 for f in flows if math.isnan(f["goodput_mbps"]))
+    # A flow that gave up still delivered what it measured; it counts as failed all the same.
+    out["flows_failed"] = sum(1 for f in flows if f["error"])
     if forward:
         goodputs = [f["goodput_mbps"] for f in forward]
         out.update(goodput_mbps=sum(goodputs),

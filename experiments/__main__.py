@@ -84,7 +84,8 @@ def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]]) -
     for label, _, m in results:
         for check in m.get("rtt_check", [])[:1]:
             console.print(f"  {label}: ping {check['from']}->{check['to']} "
-                          f"{check['avg_ms']:.1f} ms (configured {check['expected_ms']:.1f} ms)")
+                          f"min {check['min_ms']:.1f} / avg {check['avg_ms']:.1f} ms "
+                          f"(configured {check['expected_ms']:.1f} ms)")
     console.print(f"Summary: {folder / 'summary.md'}\nPlots: " + ", ".join(str(p) for p in figures))
 
 

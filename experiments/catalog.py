@@ -76,10 +76,12 @@ DEMO_TOPO = DumbbellSpec(
 def plan_demo(opts: PlanOptions) -> list[RunSpec]:
     red = dict(minth=5, maxth=15, maxp=0.1, wq=0.002, limit=60)
     mecn = dict(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.1, wq=0.002, limit=60)
-    mecn_tcp = opts.transport("mecn")
-    runs = [("droptail", DropTail(limit=60), False, None, "kernel"),
-            ("red", Red(**red), False, None, "kernel"),
-            ("red_ecn", RedEcn(**red), True, None, "kernel"),
+    # One Reno implementation in every row, so the rows differ only in the queue and in
+    # the response to marks: RFC 3168 for single-level ECN, seed 001's for MECN.
+    reno, mecn_tcp = opts.transport("rfc3168"), opts.transport("mecn")
+    runs = [("droptail", DropTail(limit=60), False, None, reno),
+            ("red", Red(**red), False, None, reno),
+            ("red_ecn", RedEcn(**red), True, None, reno),
             ("mecn", Mecn(**mecn), True, None, mecn_tcp),
             ("amecn", Mecn(**mecn), True, LoopSpec("amecn"), mecn_tcp)]
     return [RunSpec("demo", label, replace(DEMO_TOPO, ecn=ecn), aqm, duration=40,
@@ -144,7 +146,7 @@ E2_MECN = dict(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.1, wq=0.0027, 
 def plan_e2(opts: PlanOptions) -> list[RunSpec]:
     topo = DumbbellSpec(senders=(Access(10, 0.040),) * 2, receivers=(Access(10, 0.0),) * 2,
                         bottleneck=Bottleneck(mbps=2.25, delay=0.010, buffer=40), ecn=True)
-    window = 25 * 1448
+    window = 25 * 1460         # 25 segments for both kinds of sender
     tcp = opts.transport("mecn")
     base = (Flow(0, 0, transport=tcp), Flow(1, 1, transport=tcp),
             Flow(0, 0, reverse=True, transport=tcp))

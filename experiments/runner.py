@@ -140,15 +140,18 @@ class Recorder:
                 "prob": fp.from_frac32(rec.prob), "sojourn_ms": rec.deq_timedelta / 1000,
                 "pmax": self.pmax()})
 
+    async def sample(self) -> None:
+        try:
+            c = await self.ctl.switch.read_counters(self.port)
+            enqueued = await self.ctl.switch.read_enqueued(self.port)
+            self.counters.append({"t": time.monotonic() - self.t0, "enqueued": enqueued,
+                                  **asdict(c)})
+        except Exception as err:  # a sample lost to a reconnect is not fatal
+            LOG.debug("counter sample failed: %s", err)
+
     async def sample_counters(self, period: float = 1.0) -> None:
         while self.running:
-            try:
-                c = await self.ctl.switch.read_counters(self.port)
-                enqueued = await self.ctl.switch.read_enqueued(self.port)
-                self.counters.append({"t": time.monotonic() - self.t0, "enqueued": enqueued,
-                                      **asdict(c)})
-            except Exception as err:  # a sample lost to a reconnect is not fatal
-                LOG.debug("counter sample failed: %s", err)
+            await self.sample()
             await asyncio.sleep(period)
 
     def write(self, folder: Path, suffix: str = "") -> None:
@@ -208,6 +211,9 @@ class Run:
             for recorder in recorders:
                 recorder.running = False
             time.sleep(1.2)
+            # The last periodic sample may be up to a second old: totals end after the drain.
+            for controller, recorder in zip(controllers, recorders):
+                controller.call(recorder.sample())
             for plan, recorder in zip(plans, recorders):
                 recorder.write(self.folder, "" if len(plans) == 1 else f"-{plan.node.name}")
             (self.folder / "events.json").write_text(json.dumps(
@@ -265,12 +271,13 @@ class Run:
                 expected = topo.expected_rtt(i, j) * 1000
                 if match is None:
                     raise DelayNotDelivered(f"{s.name} cannot ping {r.name}: {out.strip()}")
-                measured = float(match.group(2))
+                measured = float(match.group(1))
                 results.append({"from": s.name, "to": r.name, "expected_ms": expected,
-                                "min_ms": float(match.group(1)), "avg_ms": measured,
+                                "min_ms": measured, "avg_ms": float(match.group(2)),
                                 "max_ms": float(match.group(3))})
                 # The configured delay must be there; delay lines and switches add a
-                # little processing on top (README: a few ms, more with many hops).
+                # little processing on top (README: a few ms, more with many hops). The
+                # minimum, since one ping delayed by the scheduler says nothing of the path.
                 too_far = expected + max(5.0, 0.3 * expected)
                 if measured < 0.95 * expected - 0.5 or measured > too_far:
                     raise DelayNotDelivered(
@@ -332,7 +339,9 @@ class Run:
                         "--port", str(port), "--time", f"{duration:.2f}", "--flow", str(k),
                         "--response", flow.transport]
                 window = ["--window", str(flow.window)] if flow.window else []
-            self._start(topo.host(data_dst), server, stdout=subprocess.DEVNULL)
+            userspace = flow.transport != "kernel"   # says "ready" once its socket is bound
+            self._start(topo.host(data_dst), server,
+                        stdout=None if userspace else subprocess.DEVNULL, wait_ready=userspace)
             argv += window
             pending.append((flow.start, topo.host(data_src), argv, flows_dir / f"flow{k:03d}.json"))
         if spec.transfers:

@@ -94,7 +94,11 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     mecn = iperf(3_000_000, 1_500_000, 3.0, 10)
     mecn["start"] = {"response": "mecn", "mss": 1460}
     mecn["mecn"] = {"reductions": {"incipient": 4, "moderate": 2, "loss": 1, "timeout": 0}}
-    flows = [("robust", iperf(3_000_000, 3_000_000, 3.0, 0)),
+    # It gave up: failed, though what it delivered counts. The interrupted one did not fail.
+    mecn["error"] = "receiver 10.0.1.1:5201 has not acknowledged anything for 15 s; giving up"
+    robust = iperf(3_000_000, 3_000_000, 3.0, 0)
+    robust["error"] = "interrupt - the client has terminated"
+    flows = [("robust", robust),
              ("fragile", iperf(1_000_000, 1_000_000, 3.0, 10)), ("fragile", mecn)]
     counters = [counter_row(0.0, 0, 0), counter_row(1.0, 100, 98, prob=2, marks=5),
                 counter_row(3.0, 310, 300, prob=6, forced=4, marks=20)]
@@ -122,11 +126,12 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert m["throughput_mbps"] == pytest.approx(
         (8 * 3 + 8 * (1 + 10 * 1448e-6) + 8 * (3 + 10 * 1460e-6)) / 3)
     assert m["jain"] == pytest.approx(metrics.jain([8.0, 8 / 3, 4.0]))
-    assert m["senders"] == "kernel+mecn"
+    assert m["senders"] == "kernel+mecn" and m["flows_failed"] == 1
     assert m["group_goodput_mbps"]["robust"]["mean"] == pytest.approx(8.0)
     assert m["lockout"] == 0
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "flows.csv").exists()
     rows = (tmp_path / "flows.csv").read_text().splitlines()
     mecn_row = rows[3].split(",")
     assert mecn_row[4] == "mecn" and float(mecn_row[5]) == pytest.approx(8 * (1 + 10 * 1460 / 3e6))
-    assert mecn_row[6:] == ["4.0", "10", "4", "2", "1", "0"]
+    assert mecn_row[6:8] == ["4.0", "10"] and "giving up" in mecn_row[8]
+    assert mecn_row[9:] == ["4", "2", "1", "0"] and rows[1].split(",")[8] == ""

@@ -9,10 +9,13 @@ level and reductions per signal. The receiver reads each datagram's ECN field
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import select
 import socket
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -50,63 +53,64 @@ def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: Fa
     a FIN. Returns the result document (also when interrupted or given up: `error` says)."""
     sender = RenoSender(config)
     payload = bytes(wire.PAYLOAD)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, wire.ECT0)
-    sock.bind(("0.0.0.0", job.source_port))
-    sock.connect((job.host, job.port))
     t0 = time.monotonic()
-    cwnd_log: list[list[float]] = []
+    cwnd_log: list[list[float | None]] = []
     intervals: list[dict] = []
     error = None
+    fin_acked = False
     last_progress = t0
     interval_start, interval_una, interval_retx = 0.0, 0, 0
-    malformed = refused = 0
+    malformed = 0
+    errors: Counter[str] = Counter()      # socket errors by errno name; give-up decides
+
+    def log_cwnd(t: float) -> None:
+        ssthresh = None if math.isinf(sender.ssthresh) else sender.ssthresh
+        cwnd_log.append([t, sender.cwnd, ssthresh])
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, wire.ECT0)
+        sock.bind(("0.0.0.0", job.source_port))
+        sock.connect((job.host, job.port))
         while not sender.done:
             now = time.monotonic()
             if sender.limit is None and (now - t0 >= job.seconds or stop()):
-                sender.limit = sender.snd_nxt           # no new data; drain what is out
+                sender.limit = sender.high_water     # no new data; drain what was sent
             for seq in sender.transmit(now):
-                try:
-                    sock.send(wire.encode_data(job.flow, seq, payload))
-                except ConnectionRefusedError:   # ICMP port unreachable: nobody listens
-                    refused += 1
+                _send(sock, wire.encode_data(job.flow, seq, payload), errors)
             wait = 0.05 if sender.timer is None else max(0.0, min(0.05, sender.timer - now))
             readable, _, _ = select.select([sock], [], [], wait)
             now = time.monotonic()
             if readable:
                 una, reductions = sender.snd_una, sum(sender.stats.reductions.values())
-                try:
-                    malformed += _read_acks(sock, sender, job.flow, now)
-                except ConnectionRefusedError:
-                    refused += 1
+                malformed += _read_acks(sock, sender, job.flow, now, errors)
                 if sender.snd_una > una:
                     last_progress = now
                 if sum(sender.stats.reductions.values()) != reductions:
-                    cwnd_log.append([now - t0, sender.cwnd, sender.ssthresh])
+                    log_cwnd(now - t0)
             if sender.timer is not None and now >= sender.timer:
                 sender.on_timeout(now)
-                cwnd_log.append([now - t0, sender.cwnd, sender.ssthresh])
+                log_cwnd(now - t0)
             if now - last_progress > job.give_up:
-                why = f" ({refused} port-unreachable replies)" if refused else ""
-                raise ReceiverSilent(f"receiver {job.host}:{job.port} has not acknowledged "
-                                     f"anything for {job.give_up:.0f} s{why}; giving up")
+                raise ReceiverSilent(_silence(job, errors))
             t = now - t0
             if not cwnd_log or t - cwnd_log[-1][0] >= CWND_SAMPLE_PERIOD:
-                cwnd_log.append([t, sender.cwnd, sender.ssthresh])
+                log_cwnd(t)
             if t - interval_start >= 1.0:
                 intervals.append(_interval(interval_start, t,
                                            (sender.snd_una - interval_una) * wire.PAYLOAD,
                                            sender.stats.retransmits - interval_retx, sender.cwnd))
                 interval_start, interval_una = t, sender.snd_una
                 interval_retx = sender.stats.retransmits
-        _close(sock, job, sender.snd_una)
+        fin_acked = _close(sock, job, sender, errors)
     except ReceiverSilent as err:
         error = str(err)
     except KeyboardInterrupt:
         error = "interrupted"
-    except OSError as err:            # e.g. ICMP port unreachable reported on the socket
+    except OSError as err:            # the socket could not be set up (bad address, port)
         error = f"{job.host}:{job.port}: {err.strerror or err}"
+    except Exception as err:          # still write what was measured, and say what broke
+        error = f"internal error: {type(err).__name__}: {err}"
     finally:
         sock.close()
     seconds = time.monotonic() - t0
@@ -125,19 +129,43 @@ def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: Fa
                                  "bytes": acked_bytes,
                                  "bits_per_second": 8 * acked_bytes / seconds}},
         "mecn": {**asdict(sender.stats), "malformed_acks": malformed,
+                 "socket_errors": dict(errors), "fin_acked": fin_acked,
                  "srtt_ms": None if sender.srtt is None else sender.srtt * 1000,
                  "cwnd": cwnd_log},
         "error": error,
     }
 
 
-def _read_acks(sock: socket.socket, sender: RenoSender, flow: int, now: float) -> int:
+def _errno_name(err: OSError) -> str:
+    return errno.errorcode.get(err.errno or 0, str(err.errno))
+
+
+def _send(sock: socket.socket, datagram: bytes, errors: Counter[str]) -> None:
+    """One datagram out; a refused or full socket is counted, not fatal (the segment is
+    lost like any other and retransmitted)."""
+    try:
+        sock.send(datagram)
+    except OSError as err:
+        errors[_errno_name(err)] += 1
+
+
+def _silence(job: SendJob, errors: Counter[str]) -> str:
+    why = ", ".join(f"{name} x{n}" for name, n in errors.most_common())
+    return (f"receiver {job.host}:{job.port} has not acknowledged anything for "
+            f"{job.give_up:g} s" + (f" (socket errors: {why})" if why else "") + "; giving up")
+
+
+def _read_acks(sock: socket.socket, sender: RenoSender, flow: int, now: float,
+               errors: Counter[str]) -> int:
     """Every ACK waiting on the socket, into the sender; returns how many were malformed."""
     malformed = 0
     while True:
         try:
             datagram = sock.recv(2048, socket.MSG_DONTWAIT)
         except BlockingIOError:
+            return malformed
+        except OSError as err:        # e.g. ICMP port unreachable reported on the socket
+            errors[_errno_name(err)] += 1
             return malformed
         try:
             ack = wire.decode_ack(datagram)
@@ -148,53 +176,65 @@ def _read_acks(sock: socket.socket, sender: RenoSender, flow: int, now: float) -
             malformed += 1
 
 
-def _close(sock: socket.socket, job: SendJob, seq: int) -> None:
-    """A FIN segment, resent until the receiver acknowledges it (a few tries)."""
+def _close(sock: socket.socket, job: SendJob, sender: RenoSender, errors: Counter[str]) -> bool:
+    """A FIN after the last segment, resent until the receiver acknowledges it (a few
+    tries, each waiting an RTO); True when it did."""
+    seq = sender.snd_una
     fin = wire.encode_data(job.flow, seq, b"", fin=True)
     for _ in range(FIN_TRIES):
-        sock.send(fin)
-        deadline = time.monotonic() + 0.5
+        _send(sock, fin, errors)
+        deadline = time.monotonic() + max(sender.rto, 0.5)
         while (left := deadline - time.monotonic()) > 0:
             if not select.select([sock], [], [], left)[0]:
                 break
             try:
                 ack = wire.decode_ack(sock.recv(2048))
-            except (wire.Malformed, ConnectionRefusedError):
+            except wire.Malformed:
+                continue
+            except OSError as err:
+                errors[_errno_name(err)] += 1
                 continue
             if ack.flow == job.flow and ack.ack > seq:
-                return
+                return True
+    return False
 
 
 def receive(port: int, first_wait: float = 120.0, idle: float = 30.0,
             linger: float = 2.0, on_ready: Callable[[], None] = lambda: None) -> dict:
     """Serve one flow on UDP `port` until its FIN (then answer repeated FINs for `linger`
     s), or until nothing has come for `first_wait` s before the first segment / `idle` s
-    after it. Returns the receiver's statistics."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    sock.bind(("0.0.0.0", port))
+    after it. Each ACK carries the level of the one segment it answers (no ECE latched
+    until CWR as RFC 3168 TCP does: every segment is acknowledged, so no mark is missed).
+    Returns the receiver's statistics."""
     reassembly = Reassembly()
     peer = None
     flow = None
-    malformed = 0
+    malformed = not_ect = 0
+    errors: Counter[str] = Counter()
     error = None
-    t0 = time.monotonic()
-    last = t0
+    first = last = time.monotonic()
     finished_at = None
-    on_ready()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
+        sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        sock.bind(("0.0.0.0", port))
+        on_ready()
         while True:
             now = time.monotonic()
             if finished_at is not None and now - finished_at >= linger:
                 break
             limit = idle if peer is not None else first_wait
             if finished_at is None and now - last > limit:
-                error = f"no data for {limit:.0f} s"
+                error = f"no data for {limit:g} s"
                 break
             if not select.select([sock], [], [], 0.1)[0]:
                 continue
-            datagram, ancillary, _, source = sock.recvmsg(2048, socket.CMSG_SPACE(1))
+            try:
+                datagram, ancillary, _, source = sock.recvmsg(2048, socket.CMSG_SPACE(1))
+            except OSError as err:
+                errors[_errno_name(err)] += 1
+                continue
             try:
                 data = wire.decode_data(datagram)
             except wire.Malformed:
@@ -202,23 +242,31 @@ def receive(port: int, first_wait: float = 120.0, idle: float = 30.0,
                 continue
             if peer is None:
                 peer, flow = source, data.flow
+                first = time.monotonic()
             elif (source, data.flow) != (peer, flow):
                 malformed += 1                  # another flow: one receiver, one flow
                 continue
             last = time.monotonic()
-            level = wire.level_of_ecn(_tos(ancillary))
+            ecn = _tos(ancillary) & 0b11
+            not_ect += ecn == 0
+            level = wire.level_of_ecn(ecn)
             ack = reassembly.on_segment(data.seq, data.payload_len, level, data.fin)
-            sock.sendto(wire.encode_ack(wire.Ack(flow, ack, data.seq, level)), source)
+            try:
+                sock.sendto(wire.encode_ack(wire.Ack(flow, ack, data.seq, level)), source)
+            except OSError as err:              # lost like any ACK; the sender recovers
+                errors[_errno_name(err)] += 1
             if reassembly.complete and finished_at is None:
                 finished_at = last
-    except KeyboardInterrupt:
-        error = "interrupted"
+    except KeyboardInterrupt:       # stopped while lingering after the FIN is no error
+        error = None if reassembly.complete else "interrupted"
+    except OSError as err:          # the socket could not be set up
+        error = f"UDP port {port}: {err.strerror or err}"
     finally:
         sock.close()
-    seconds = (finished_at or last) - t0
+    seconds = (finished_at or last) - first if peer is not None else 0.0
     return {"peer": list(peer) if peer else None, "flow": flow, "seconds": seconds,
-            "complete": reassembly.complete, "malformed": malformed, "error": error,
-            **asdict(reassembly.stats)}
+            "complete": reassembly.complete, "malformed": malformed, "not_ect": not_ect,
+            "socket_errors": dict(errors), "error": error, **asdict(reassembly.stats)}
 
 
 def _tos(ancillary: list[tuple[int, int, bytes]]) -> int:

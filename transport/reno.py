@@ -3,13 +3,15 @@ receiver's reassembly: pure state machines driven by events and a clock, so test
 them ACK by ACK.
 
 Sender (RFC 5681 Reno, RFC 6298 timer, in segments as ns-2 counts them):
-- slow start cwnd += 1 per segment acknowledged below ssthresh, congestion avoidance
-  cwnd += 1/cwnd above it;
+- slow start cwnd += min(segments acknowledged, 2) per ACK below ssthresh (RFC 3465,
+  L = 2), congestion avoidance cwnd += 1/cwnd per segment acknowledged above it;
 - three duplicate ACKs: fast retransmit, ssthresh = cwnd·0.5, cwnd = ssthresh + 3,
   inflated by one per further duplicate, back to ssthresh on the first new ACK (Reno, not
   NewReno);
-- timeout: ssthresh = flight/2 (at least 2), cwnd = 1, go back to the first unacknowledged
-  segment, timer doubled; Jacobson/Karels RTT estimate with Karn's rule (no sample from a
+- timeout: ssthresh = flight/2 (at least 2; held when the same segment times out again),
+  cwnd = 1, go back to the first unacknowledged segment, timer doubled; duplicate ACKs for
+  data sent before the timeout start no fast retransmit (RFC 6582's `recover`);
+  Jacobson/Karels RTT estimate with Karn's rule (no sample from an ACK that covers a
   retransmitted segment);
 - marks (seed 001 Table 3): incipient cwnd·0.8, moderate cwnd·0.6, loss cwnd·0.5; or,
   `Response.RFC3168`, any mark halves. At most one reduction per round trip: the first
@@ -70,6 +72,7 @@ class SenderStats:
     reductions: dict[str, int] = field(
         default_factory=lambda: {s.value: 0 for s in Signal})
     ignored_signals: int = 0        # inside a reduction window, not more severe
+    backoffs: int = 0               # timeouts of a segment that had already timed out
     retransmits: int = 0
     rtt_samples: int = 0
 
@@ -89,6 +92,8 @@ class RenoSender:
         self.dupacks = 0
         self.in_recovery = False
         self.retransmit_pending = False
+        self.recover = 0                # no fast retransmit until snd_una passes this
+        self.backed_off = False         # a timeout since the last new ACK
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.rto = config.initial_rto
@@ -118,11 +123,16 @@ class RenoSender:
 
     def on_timeout(self, now: float) -> None:
         """The RTO timer expired (the caller checks `timer`)."""
-        flight = self.snd_nxt - self.snd_una
-        self.stats.reductions[Signal.TIMEOUT.value] += 1
-        self.ssthresh = max(flight / 2, 2.0)
+        if self.backed_off:
+            self.stats.backoffs += 1
+        else:
+            self.stats.reductions[Signal.TIMEOUT.value] += 1
+            self.ssthresh = max((self.high_water - self.snd_una) / 2, 2.0)
+            self.backed_off = True
         self.cwnd = 1.0
         self.in_recovery = False
+        self.retransmit_pending = False
+        self.recover = self.high_water
         self.dupacks = 0
         self._open_window(0.5, self.high_water)
         self.snd_nxt = self.snd_una          # go back N
@@ -161,7 +171,8 @@ class RenoSender:
 
     def _new_ack(self, ack: int, now: float) -> None:
         newest = ack - 1
-        if newest not in self.retransmitted and newest in self.sent_at:   # Karn
+        ambiguous = any(seq in self.retransmitted for seq in range(self.snd_una, ack))
+        if not ambiguous and newest in self.sent_at:   # Karn
             self._rtt_sample(now - self.sent_at[newest])
         acked = ack - self.snd_una
         for seq in range(self.snd_una, ack):
@@ -170,20 +181,22 @@ class RenoSender:
         self.snd_una = ack
         self.snd_nxt = max(self.snd_nxt, ack)
         self.dupacks = 0
+        self.backed_off = False
         if self.in_recovery:
             self.in_recovery = False
             self.cwnd = self.ssthresh        # deflate: Reno leaves recovery here
+        elif self.cwnd < self.ssthresh:
+            self.cwnd += min(acked, 2)
         else:
-            for _ in range(acked):
-                self.cwnd += 1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd
-            self.cwnd = min(self.cwnd, float(self.config.max_window))
+            self.cwnd += acked / self.cwnd
+        self.cwnd = min(self.cwnd, float(self.config.max_window))
         self.timer = now + self.rto if self.snd_una < self.snd_nxt else None
 
     def _duplicate_ack(self, now: float) -> None:
         self.dupacks += 1
         if self.in_recovery:
             self.cwnd += 1.0
-        elif self.dupacks == self.config.dupack_threshold:
+        elif self.dupacks == self.config.dupack_threshold and self.snd_una >= self.recover:
             self.retransmit_pending = True
             if self._reduce(Signal.LOSS, self.cwnd):
                 self.in_recovery = True
@@ -231,12 +244,15 @@ class ReceiverStats:
     duplicates: int = 0
     out_of_order: int = 0
     too_far_ahead: int = 0          # beyond the receive window: dropped
+    refused_fins: int = 0           # a FIN below data already held: not the stream's end
     levels: dict[str, int] = field(
         default_factory=lambda: {"none": 0, "incipient": 0, "moderate": 0})
 
 
 class Reassembly:
-    """In-order delivery of numbered segments; the cumulative ACK is `rcv_nxt`."""
+    """In-order delivery of numbered segments; the cumulative ACK is `rcv_nxt`. The window
+    (4096 segments) is wider than any sender's (`RenoConfig.max_window` <= 1000 in use), so
+    it only bounds what a misbehaving peer can make the receiver hold."""
 
     def __init__(self, window: int = 4096):
         self.window = window
@@ -257,6 +273,8 @@ class Reassembly:
             self.stats.duplicates += 1
         elif seq >= self.rcv_nxt + self.window:
             self.stats.too_far_ahead += 1
+        elif fin and any(held > seq for held in self.pending):
+            self.stats.refused_fins += 1
         else:
             if seq > self.rcv_nxt:
                 self.stats.out_of_order += 1
