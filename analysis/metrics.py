@@ -86,6 +86,7 @@ class FlowRates:
     throughput_bps: float
     goodput_bps: float
     retransmits: int
+    seconds: float
 
 
 def iperf3_rates(result: dict, mss: int) -> FlowRates:
@@ -97,7 +98,18 @@ def iperf3_rates(result: dict, mss: int) -> FlowRates:
     retransmits = int(sent.get("retransmits", 0))
     goodput = 8 * received["bytes"] / seconds
     throughput = 8 * (sent["bytes"] + retransmits * mss) / seconds
-    return FlowRates(throughput, goodput, retransmits)
+    return FlowRates(throughput, goodput, retransmits, seconds)
+
+
+def aggregate_rate(flows: Iterable[tuple[float, float, float]]) -> float:
+    """Flows given as (start s, lifetime s, mean rate): their summed rate over the span from
+    the first start to the last end. Summing mean rates is wrong when lifetimes differ (a
+    flow alive for half the span contributes half its rate)."""
+    flows = list(flows)
+    if not flows:
+        return math.nan
+    span = max(start + life for start, life, _ in flows) - min(start for start, _, _ in flows)
+    return sum(life * rate for _, life, rate in flows) / span if span > 0 else math.nan
 
 
 def summary(values: Iterable[float]) -> dict[str, float]:

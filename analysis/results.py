@@ -116,6 +116,7 @@ def run_metrics(folder: Path) -> dict:
                       "start": flow["start"], "transport": flow.get("transport", "kernel"),
                       "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
                       "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
+                      "seconds": rates.seconds if rates else math.nan,
                       "retransmits": rates.retransmits if rates else -1,
                       "error": error or "",
                       **{f"cuts_{signal}": reductions.get(signal, "")
@@ -126,8 +127,10 @@ def run_metrics(folder: Path) -> dict:
     out["flows_failed"] = sum(1 for f in flows if f["error"])
     if forward:
         goodputs = [f["goodput_mbps"] for f in forward]
-        out.update(goodput_mbps=sum(goodputs),
-                   throughput_mbps=sum(f["throughput_mbps"] for f in forward),
+
+        def total(key: str) -> float:
+            return metrics.aggregate_rate((f["start"], f["seconds"], f[key]) for f in forward)
+        out.update(goodput_mbps=total("goodput_mbps"), throughput_mbps=total("throughput_mbps"),
                    retransmits=sum(f["retransmits"] for f in forward),
                    jain=metrics.jain(goodputs),
                    lockout=metrics.lockout(goodputs, capacity))

@@ -89,12 +89,14 @@ async def loops_and_telemetry(bed: Testbed, artifacts: Artifacts, seconds: float
     ctl = Controller(bed.switch.config.grpc_address, artifacts, ports, routes)
     await ctl.start()
     await asyncio.wait_for(ctl.ready.wait(), 30)
+    # Built before the clock starts: scapy takes seconds for this many frames, and in the
+    # event loop that would stall the loops being measured.
+    frames = await asyncio.to_thread(udp_frames, int(400 * seconds), [2, 3])
     await asyncio.sleep(1.0)
     for port in (2, 3):   # steady state only: not the ticks that waited for the first push
         ports[port].loop_ticks.clear()
     stop = threading.Event()
-    sender = asyncio.create_task(asyncio.to_thread(
-        paced_sender, bed, udp_frames(int(400 * seconds), [2, 3]), 400.0, stop))
+    sender = asyncio.create_task(asyncio.to_thread(paced_sender, bed, frames, 400.0, stop))
     await asyncio.sleep(seconds)
     stop.set()
     await sender
@@ -117,12 +119,13 @@ async def loops_and_telemetry(bed: Testbed, artifacts: Artifacts, seconds: float
                 if rec.port == 2:
                     records.append(rec)
 
+        frames = await asyncio.to_thread(udp_frames, int(pps * secs), [2])
         collector = asyncio.create_task(collect())
         await asyncio.sleep(0.2)
         stop = threading.Event()
         seen = (await ctl.switch.read_counters(2)).seen_packets
         started = time.monotonic()
-        await asyncio.to_thread(paced_sender, bed, udp_frames(int(pps * secs), [2]), pps, stop)
+        await asyncio.to_thread(paced_sender, bed, frames, pps, stop)
         elapsed = time.monotonic() - started
         await asyncio.sleep(1.0)
         collector.cancel()

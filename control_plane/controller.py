@@ -260,8 +260,11 @@ class Controller:
         next_tick = time.monotonic() + spec.interval
         while True:
             await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
-            view.loop_ticks.append(time.monotonic())
-            next_tick += spec.interval
+            now = time.monotonic()
+            view.loop_ticks.append(now)
+            # Ticks missed while the event loop was busy are skipped, not run back to back:
+            # each step acts on the latest telemetry, so a burst would repeat one decision.
+            next_tick = max(next_tick + spec.interval, now + spec.interval / 2)
             try:
                 await self.adapt_once(port)
             except SwitchUnavailable as err:

@@ -73,3 +73,28 @@ def test_the_loop_average_decays_only_once_the_port_is_idle():
     assert view.estimated_avg(10.015) == 20.0          # within two export intervals
     assert view.estimated_avg(10.4) == 20.0            # 50 packets take 0.5 s to drain
     assert view.estimated_avg(11.0) == pytest.approx(20.0 * 0.95 ** 50)
+
+
+async def test_a_loop_skips_ticks_missed_while_the_event_loop_was_busy(tmp_path):
+    """A stall of several periods gives one late tick, then the period again: no burst of
+    back-to-back steps acting on the same telemetry."""
+    import asyncio
+    import time
+
+    from control_plane.aqm import PortConfig, Red
+    from control_plane.build import Artifacts
+    from control_plane.controller import Controller, LoopSpec, PortView
+    view = PortView(PortConfig(port=2, aqm=Red(), link_pps=100.0, telemetry_interval=0.01),
+                    loop=LoopSpec("ared", interval=0.05))
+    empty = tmp_path / "empty"      # never pushed: an empty P4Info is enough to construct
+    empty.write_text("pkg_info {}\n")
+    ctl = Controller("127.0.0.1:1", Artifacts(empty, empty, empty), {2: view}, [])
+    ctl._start_loop(2)          # no switch: with no telemetry yet each step does nothing
+    await asyncio.sleep(0.12)
+    time.sleep(0.3)             # the event loop blocked for six periods
+    await asyncio.sleep(0.2)
+    await ctl.stop()
+    gaps = [b - a for a, b in zip(view.loop_ticks, list(view.loop_ticks)[1:])]
+    assert max(gaps) > 0.25                          # the stall shows as one long gap
+    assert min(gaps) > 0.02, gaps                    # and is not made up in a burst
+    assert len(gaps) <= 10

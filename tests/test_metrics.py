@@ -133,5 +133,13 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     rows = (tmp_path / "flows.csv").read_text().splitlines()
     mecn_row = rows[3].split(",")
     assert mecn_row[4] == "mecn" and float(mecn_row[5]) == pytest.approx(8 * (1 + 10 * 1460 / 3e6))
-    assert mecn_row[6:8] == ["4.0", "10"] and "giving up" in mecn_row[8]
-    assert mecn_row[9:] == ["4", "2", "1", "0"] and rows[1].split(",")[8] == ""
+    assert mecn_row[6:9] == ["4.0", "3.0", "10"] and "giving up" in mecn_row[9]
+    assert mecn_row[10:] == ["4", "2", "1", "0"] and rows[1].split(",")[9] == ""
+
+
+def test_aggregate_rate_weights_flows_by_their_lifetime():
+    # 2 Mb/s for the whole 50 s, plus 20 flows of 0.1 Mb/s alive for the last 25 s.
+    flows = [(0.0, 50.0, 2.0)] + [(25.0, 25.0, 0.1)] * 20
+    assert metrics.aggregate_rate(flows) == pytest.approx(2.0 + 20 * 0.1 / 2)
+    assert metrics.aggregate_rate([(0.0, 3.0, 1.0), (0.0, 3.0, 2.0)]) == pytest.approx(3.0)
+    assert math.isnan(metrics.aggregate_rate([]))
