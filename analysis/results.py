@@ -10,6 +10,8 @@ from pathlib import Path
 
 from analysis import metrics
 
+# How a flow the runner interrupted (SIGINT at duration + grace) reports it: ours, iperf3's.
+INTERRUPTED = ("interrupted", "interrupt - the client has terminated")
 # iperf3 over IPv4 without TCP options beyond timestamps: 1448 bytes of payload.
 MSS = 1448
 
@@ -110,7 +112,7 @@ def run_metrics(folder: Path) -> dict:
             doc, rates = {}, None
         reductions = doc.get("mecn", {}).get("reductions", {})
         error = doc.get("error") if rates else "no result"
-        if error and "interrupt" in error:   # stopped late by the runner: measured anyway
+        if error in INTERRUPTED:              # stopped late by the runner: measured anyway
             error = None
         flows.append({"flow": k, "group": flow["group"], "reverse": flow["reverse"],
                       "start": flow["start"], "transport": flow.get("transport", "kernel"),

@@ -146,7 +146,7 @@ E2_MECN = dict(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.1, wq=0.0027, 
 def plan_e2(opts: PlanOptions) -> list[RunSpec]:
     topo = DumbbellSpec(senders=(Access(10, 0.040),) * 2, receivers=(Access(10, 0.0),) * 2,
                         bottleneck=Bottleneck(mbps=2.25, delay=0.010, buffer=40), ecn=True)
-    window = 25 * 1460         # 25 segments for both kinds of sender
+    window = 25 * 1460         # 25 segments of the userspace sender (iperf3 -w is a socket buffer)
     tcp = opts.transport("mecn")
     # The paper's reverse flow is left out: its 40-byte ACKs cost a full service slot in
     # BMv2's packets/s queue (1/25 of one in ns-2), and its data direction is not the

@@ -22,6 +22,7 @@ import json
 import logging
 import platform
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -44,6 +45,7 @@ LOG = logging.getLogger("p4aqm.run")
 IPERF_BASE_PORT = 5201
 # Seconds past the run's end before late traffic processes are interrupted.
 GRACE = 20.0
+READY_TIMEOUT = 15.0   # s for a server to say it listens
 TRANSFER_PORT = 8000
 # Queues other than the bottleneck never drop (seed 004: "adequately provisioned").
 WIDE_QUEUE = 10_000
@@ -311,9 +313,12 @@ class Run:
                           text=True, cwd=str(REPO))
         self.processes.append(proc)
         if wait_ready:
-            line = proc.stdout.readline()
+            line = ""
+            if select.select([proc.stdout], [], [], READY_TIMEOUT)[0]:
+                line = proc.stdout.readline()
             if line.strip() != "ready":
-                raise RuntimeError(f"{' '.join(argv)} on {host.name} failed: {line}")
+                raise RuntimeError(f"{' '.join(argv)} on {host.name} did not get ready in "
+                                   f"{READY_TIMEOUT:g} s: {line.strip() or 'no output'}")
         return proc
 
     def _traffic(self, topo, recorders: list[Recorder]) -> None:

@@ -108,8 +108,12 @@ def test_repeated_timeout_backs_off_without_lowering_ssthresh_again():
     s.transmit(3.0)
     s.on_ack(1, Level.NONE, 3.1)
     s.transmit(3.1)
-    s.on_timeout(10.0)                 # a new segment's first timeout: a new reduction
-    assert s.stats.reductions["timeout"] == 2 and s.stats.backoffs == 1
+    s.on_timeout(10.0)                 # segment 1, sent before the first timeout: same episode
+    assert s.stats.reductions["timeout"] == 1 and s.stats.backoffs == 2 and s.ssthresh == 4
+    s.on_ack(8, Level.NONE, 10.1)      # everything sent before the first timeout
+    s.transmit(10.1)
+    s.on_timeout(20.0)                 # a new episode: a new reduction
+    assert s.stats.reductions["timeout"] == 2
 
 
 def test_no_fast_retransmit_for_duplicates_of_data_sent_before_a_timeout():
@@ -127,6 +131,37 @@ def test_no_fast_retransmit_for_duplicates_of_data_sent_before_a_timeout():
     for _ in range(3):
         s.on_ack(10, Level.NONE, 1.4)
     assert s.stats.reductions["loss"] == 1 and s.retransmit_pending
+
+
+def test_go_back_n_over_held_segments_starts_no_fast_retransmit():
+    """40 segments out, 0, 10 and 30 lost, and no ACK back: a timeout. Go-back-N then
+    resends segments the receiver holds while new data follows them; their ACKs repeat the
+    cumulative ACK but echo old segments: no loss, no fast retransmit."""
+    s, r = sender(cwnd=40), Reassembly()
+    path = [seq for seq in s.transmit(0.0) if seq not in (0, 10, 30)]
+    for seq in path:                   # arrive; their ACKs are lost
+        r.on_segment(seq, 100, Level.NONE, False)
+    path, now = [], 1.0
+    s.on_timeout(now)
+    s.limit = 80
+    while not s.done and now < 30:     # one segment delivered every 10 ms, none lost
+        path += s.transmit(now)
+        if s.timer is not None and now >= s.timer:
+            s.on_timeout(now)
+        if path:
+            seq = path.pop(0)
+            s.on_ack(r.on_segment(seq, 100, Level.NONE, False), Level.NONE, now + RTT, seq)
+        now += 0.01
+    assert s.done and r.rcv_nxt == 80
+    assert s.stats.reductions["loss"] == 0 and s.stats.reductions["timeout"] == 1
+
+
+def test_slow_start_stops_at_ssthresh():
+    s = sender(cwnd=10)
+    s.ssthresh = 11
+    s.transmit(0.0)
+    s.on_ack(3, Level.NONE, RTT)       # 1 of slow start reaches ssthresh, 2 more as in CA
+    assert s.cwnd == pytest.approx(11 + 2 / 11)
 
 
 def test_stale_and_repeated_acks_change_nothing():

@@ -171,19 +171,20 @@ def _read_acks(sock: socket.socket, sender: RenoSender, flow: int, now: float,
             ack = wire.decode_ack(datagram)
             if ack.flow != flow:
                 raise wire.Malformed(f"flow {ack.flow}")
-            sender.on_ack(ack.ack, ack.level, now)
+            sender.on_ack(ack.ack, ack.level, now, ack.echo_seq)
         except (wire.Malformed, ValueError):
             malformed += 1
 
 
 def _close(sock: socket.socket, job: SendJob, sender: RenoSender, errors: Counter[str]) -> bool:
     """A FIN after the last segment, resent until the receiver acknowledges it (a few
-    tries, each waiting an RTO); True when it did."""
+    tries, each waiting an RTO within [0.5, 1] s: the receiver lingers 2 s after the FIN);
+    True when it did, False at once when the receiver is gone (port unreachable)."""
     seq = sender.snd_una
     fin = wire.encode_data(job.flow, seq, b"", fin=True)
     for _ in range(FIN_TRIES):
         _send(sock, fin, errors)
-        deadline = time.monotonic() + max(sender.rto, 0.5)
+        deadline = time.monotonic() + min(max(sender.rto, 0.5), 1.0)
         while (left := deadline - time.monotonic()) > 0:
             if not select.select([sock], [], [], left)[0]:
                 break
@@ -191,6 +192,9 @@ def _close(sock: socket.socket, job: SendJob, sender: RenoSender, errors: Counte
                 ack = wire.decode_ack(sock.recv(2048))
             except wire.Malformed:
                 continue
+            except ConnectionRefusedError:
+                errors["ECONNREFUSED"] += 1
+                return False
             except OSError as err:
                 errors[_errno_name(err)] += 1
                 continue
@@ -277,7 +281,7 @@ def _tos(ancillary: list[tuple[int, int, bytes]]) -> int:
 
 
 def dump(document: dict, path: str | None) -> None:
-    text = json.dumps(document, indent=1)
+    text = json.dumps(document, indent=1, allow_nan=False)
     if path:
         with open(path, "w") as out:
             out.write(text)

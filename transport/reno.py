@@ -8,9 +8,11 @@ Sender (RFC 5681 Reno, RFC 6298 timer, in segments as ns-2 counts them):
 - three duplicate ACKs: fast retransmit, ssthresh = cwnd·0.5, cwnd = ssthresh + 3,
   inflated by one per further duplicate, back to ssthresh on the first new ACK (Reno, not
   NewReno);
-- timeout: ssthresh = flight/2 (at least 2; held when the same segment times out again),
-  cwnd = 1, go back to the first unacknowledged segment, timer doubled; duplicate ACKs for
-  data sent before the timeout start no fast retransmit (RFC 6582's `recover`);
+- timeout: ssthresh = (segments sent - acknowledged)/2, at least 2, and held for every
+  further timeout before everything sent before the first one is acknowledged; cwnd = 1,
+  go back to the first unacknowledged segment, timer doubled; duplicate ACKs answering
+  data sent before the timeout (the ACK echoes the segment it answers) start no fast
+  retransmit (RFC 6582's `recover`);
   Jacobson/Karels RTT estimate with Karn's rule (no sample from an ACK that covers a
   retransmitted segment);
 - marks (seed 001 Table 3): incipient cwnd·0.8, moderate cwnd·0.6, loss cwnd·0.5; or,
@@ -109,13 +111,16 @@ class RenoSender:
 
     # ---- events -------------------------------------------------------------------------
 
-    def on_ack(self, ack: int, level: Level, now: float) -> None:
+    def on_ack(self, ack: int, level: Level, now: float, echo_seq: int | None = None) -> None:
+        """`echo_seq`: the segment whose arrival sent this ACK (None: not known)."""
         if ack > self.high_water:
             raise ValueError(f"ACK {ack} for segments never sent (highest {self.high_water})")
         if ack > self.snd_una:
             self._new_ack(ack, now)
         elif ack == self.snd_una and self.snd_nxt > self.snd_una:
-            self._duplicate_ack(now)
+            # A resent segment the receiver already held says nothing about a new loss.
+            if echo_seq is None or echo_seq >= self.recover:
+                self._duplicate_ack(now)
         signal = _SIGNAL_OF_LEVEL.get(level)
         if signal is not None:
             self.stats.marks[signal.value] += 1
@@ -123,7 +128,7 @@ class RenoSender:
 
     def on_timeout(self, now: float) -> None:
         """The RTO timer expired (the caller checks `timer`)."""
-        if self.backed_off:
+        if self.backed_off or self.snd_una < self.recover:   # the same loss episode
             self.stats.backoffs += 1
         else:
             self.stats.reductions[Signal.TIMEOUT.value] += 1
@@ -185,10 +190,10 @@ class RenoSender:
         if self.in_recovery:
             self.in_recovery = False
             self.cwnd = self.ssthresh        # deflate: Reno leaves recovery here
-        elif self.cwnd < self.ssthresh:
-            self.cwnd += min(acked, 2)
         else:
-            self.cwnd += acked / self.cwnd
+            slow = max(0.0, min(float(min(acked, 2)), self.ssthresh - self.cwnd))
+            self.cwnd += slow                       # slow start up to ssthresh, the rest
+            self.cwnd += (acked - slow) / self.cwnd if self.cwnd >= self.ssthresh else 0.0
         self.cwnd = min(self.cwnd, float(self.config.max_window))
         self.timer = now + self.rto if self.snd_una < self.snd_nxt else None
 
@@ -214,7 +219,7 @@ class RenoSender:
             base = self.window_cwnd
         else:
             base = cwnd
-        self._open_window(factor, self.snd_nxt, base)
+        self._open_window(factor, self.high_water, base)
         floor = 2.0 if signal is Signal.LOSS else 1.0
         self.ssthresh = max(base * factor, floor)
         self.cwnd = self.ssthresh
