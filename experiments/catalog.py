@@ -429,9 +429,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "the paper's 1.5 Mb/s of 1000-byte packets is 187 packets/s: here 2.25 Mb/s of "
                "1500 B; buffer 40, min 5 / mid 11.25 / max 15, wq 0.0027; 2 forward long-lived "
                "flows, without the paper's reverse flow (its ACKs would each cost a full "
-               "packet slot in BMv2's packets/s queue, 25x their ns-2 cost); 20 flows (window 25 packets) join at 25 s one every "
-               "0.1 s, or run from 0 and stop at 25 s; RTT 100 ms (the paper's 'terrestrial' "
-               "RTT); senders: the userspace MECN Reno of transport/ (seed 001 Table 3; "
+               "packet slot in BMv2's packets/s queue, 25x their ns-2 cost); 20 flows "
+               "(window 25 packets) join at 25 s one every 0.1 s, or run from 0 and stop "
+               "at 25 s; RTT 100 ms (the paper's 'terrestrial' RTT); senders: the userspace MECN Reno of transport/ (seed 001 Table 3; "
                "`--kernel-tcp`: Linux Reno, which ignores ECT(1))",
                plan_e2, report_e2,
                claims=["AMECN brings the average back into the target band within ~15 s",

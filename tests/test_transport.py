@@ -306,7 +306,8 @@ def test_malformed_acks_are_refused():
 
 def test_random_bytes_raise_only_malformed():
     rng = random.Random(5)
-    prefixes = [b"", wire.encode_data(1, 0, b"")[:3], wire.encode_ack(wire.Ack(1, 1, 0, Level.NONE))[:3]]
+    prefixes = [b"", wire.encode_data(1, 0, b"")[:3],
+                wire.encode_ack(wire.Ack(1, 1, 0, Level.NONE))[:3]]
     for _ in range(3000):
         # With our magic and kind in front, the fuzz reaches the length and field checks.
         blob = rng.choice(prefixes) + bytes(rng.randrange(256) for _ in range(rng.randrange(30)))

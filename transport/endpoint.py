@@ -192,11 +192,10 @@ def _close(sock: socket.socket, job: SendJob, sender: RenoSender, errors: Counte
                 ack = wire.decode_ack(sock.recv(2048))
             except wire.Malformed:
                 continue
-            except ConnectionRefusedError:
-                errors["ECONNREFUSED"] += 1
-                return False
             except OSError as err:
                 errors[_errno_name(err)] += 1
+                if isinstance(err, ConnectionRefusedError):
+                    return False
                 continue
             if ack.flow == job.flow and ack.ack > seq:
                 return True

@@ -74,7 +74,7 @@ class SenderStats:
     reductions: dict[str, int] = field(
         default_factory=lambda: {s.value: 0 for s in Signal})
     ignored_signals: int = 0        # inside a reduction window, not more severe
-    backoffs: int = 0               # timeouts of a segment that had already timed out
+    backoffs: int = 0               # further timeouts in the same loss episode
     retransmits: int = 0
     rtt_samples: int = 0
 
@@ -94,8 +94,9 @@ class RenoSender:
         self.dupacks = 0
         self.in_recovery = False
         self.retransmit_pending = False
-        self.recover = 0                # no fast retransmit until snd_una passes this
-        self.backed_off = False         # a timeout since the last new ACK
+        # high_water at the last timeout: below it, a loss episode is still being repaired
+        # (no new timeout reduction, no fast retransmit for segments sent before it).
+        self.recover = 0
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.rto = config.initial_rto
@@ -128,12 +129,11 @@ class RenoSender:
 
     def on_timeout(self, now: float) -> None:
         """The RTO timer expired (the caller checks `timer`)."""
-        if self.backed_off or self.snd_una < self.recover:   # the same loss episode
+        if self.snd_una < self.recover:      # the same loss episode
             self.stats.backoffs += 1
         else:
             self.stats.reductions[Signal.TIMEOUT.value] += 1
             self.ssthresh = max((self.high_water - self.snd_una) / 2, 2.0)
-            self.backed_off = True
         self.cwnd = 1.0
         self.in_recovery = False
         self.retransmit_pending = False
@@ -186,14 +186,16 @@ class RenoSender:
         self.snd_una = ack
         self.snd_nxt = max(self.snd_nxt, ack)
         self.dupacks = 0
-        self.backed_off = False
         if self.in_recovery:
             self.in_recovery = False
             self.cwnd = self.ssthresh        # deflate: Reno leaves recovery here
+        elif self.cwnd < self.ssthresh:      # slow start up to ssthresh, the rest as CA
+            slow = min(acked, 2, self.ssthresh - self.cwnd)
+            self.cwnd += slow
+            if self.cwnd >= self.ssthresh:
+                self.cwnd += (acked - slow) / self.cwnd
         else:
-            slow = max(0.0, min(float(min(acked, 2)), self.ssthresh - self.cwnd))
-            self.cwnd += slow                       # slow start up to ssthresh, the rest
-            self.cwnd += (acked - slow) / self.cwnd if self.cwnd >= self.ssthresh else 0.0
+            self.cwnd += acked / self.cwnd
         self.cwnd = min(self.cwnd, float(self.config.max_window))
         self.timer = now + self.rto if self.snd_una < self.snd_nxt else None
 
