@@ -19,15 +19,19 @@ from rich.table import Table
 from benchmarks import control, dataplane, transport
 from benchmarks.dataplane import Case
 from control_plane import toolchain
-from control_plane.aqm import DropTail, Ecnm, Mecn, Red, RedEcn
+from control_plane.aqm import Blue, DropTail, Ecnm, Mecn, Newque, Pi, Red, RedEcn, Rem
 from control_plane.build import compile_program
 from experiments.runner import tool_versions
 
 console = Console(width=None if sys.stdout.isatty() else 150)
 # Parameters that leave the AQM fully on but never let it drop: the cost is the decision.
 BIG = dict(limit=100_000)
-ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG), "red_ecn": RedEcn(**BIG),
-              "ecnm": Ecnm(**BIG), "mecn": Mecn(**BIG)}
+ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG),
+              "red_gentle": Red(gentle=True, **BIG), "red_ecn": RedEcn(**BIG),
+              "ecnm": Ecnm(**BIG), "mecn": Mecn(**BIG),
+              # NEWQUE's capacity must fit its rate format; the load never reaches it.
+              "newque": Newque(capacity=60_000.0, **BIG), "blue": Blue(**BIG), "pi": Pi(**BIG),
+              "rem": Rem(**BIG)}
 
 
 def cases(quick: bool) -> list[Case]:

@@ -151,13 +151,12 @@ def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
     table = Table(title=f"{state['address']} — "
                         f"{'connected' if state['connected'] else 'NOT CONNECTED'}")
     for column in ("port", "algorithm", "parameters", "loop", "seen", "marks (inc/CE)",
-                   "drops (prob/forced/limit)", "avg", "depth", "p"):
+                   "drops (prob/forced/limit)", "avg", "depth", "state"):
         table.add_column(column, justify="left" if column in ("algorithm", "parameters") else "right")
     for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):
         if only and int(port) not in only:
             continue
-        params = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                          for k, v in info["params"].items())
+        params = " ".join(f"{k}={shown(v)}" for k, v in info["params"].items())
         c, t, loop = info["counters"], info["telemetry"], info["loop"]
         table.add_row(
             str(port), info["algorithm"], params,
@@ -165,9 +164,9 @@ def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
             f"{c['seen_packets']}" if c else "?",
             f"{c['marks_incipient']}/{c['marks_ce']}" if c else "?",
             f"{c['prob_drops']}/{c['forced_drops']}/{c['overflow_drops']}" if c else "?",
-            f"{t['avg_now']:.2f}" if t else "-",
+            average(t),
             f"{t['qdepth']}" if t else "-",
-            f"{t['prob']:.4f}" if t else "-")
+            live_state(t))
     return table
 
 
@@ -188,33 +187,53 @@ def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
         console.print(ports_table(state, ports))
 
 
-@main.command("set")
+def shown(value) -> str:
+    """A parameter as the CLI takes it: 'auto' for a derived one, floats short."""
+    if value is None:
+        return "auto"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def set_help() -> str:
+    """The set command's help, with every algorithm's parameters and defaults."""
+    lines = ["Set a port's algorithm and parameters, in physical units (packets,",
+             "probabilities, seconds, packets/s).", "", "\b",
+             "aqmctl set 2 red_ecn minth=5 maxth=15 maxp=0.1 wq=0.002",
+             "aqmctl set 2 maxp=0.2                  (keeps the algorithm)",
+             "aqmctl set 2 mecn target_delay=0.02    (automatic: thresholds, wq from the link rate)",
+             "aqmctl set 2 newque alpha=0.0001 beta=0.02 min_interval=0.1",
+             "aqmctl set 2 blue d1=0.025 d2=0.0025 freeze_time=0.1",
+             "aqmctl set 2 pi a=1.822e-5 b=1.816e-5 qref=150",
+             "aqmctl set 2 rem gamma=0.001 alpha=0.1 phi=1.001",
+             "", "\b", "Algorithms and their parameters (defaults):"]
+    for name, cls in ALGORITHMS.items():
+        defaults = cls()
+        lines.append(f"  {name}: " + " ".join(f"{f.name}={shown(getattr(defaults, f.name))}"
+                                              for f in fields(cls)))
+    lines += ["", "\b", "Every port: link_pps, seed, bmv2_random, telemetry_interval (seconds, or off);",
+              "RED family and MECN: target_delay (seconds). 'auto' derives an optional value."]
+    return "\n".join(lines)
+
+
+@main.command("set", help=set_help())
 @click.argument("port", type=int)
 @click.argument("settings", nargs=-1, required=True)
 @click.pass_context
 def set_cmd(ctx: click.Context, port: int, settings: tuple[str, ...]) -> None:
-    """Set a port's algorithm and parameters, in physical units.
-
-    \b
-    aqmctl set 2 red_ecn minth=5 maxth=15 maxp=0.1 wq=0.002
-    aqmctl set 2 maxp=0.2                    (keeps the algorithm)
-    aqmctl set 2 mecn target_delay=0.02      (automatic: thresholds, wq from the link rate)
-    Algorithms: droptail red red_ecn ecnm mecn. Parameters: limit wq minth midth maxth
-    maxp p1max p2max gentle (packets, probabilities), link_pps, seed, bmv2_random,
-    telemetry_interval (seconds, or off), target_delay (seconds).
-    """
     algorithm = None
     values = {}
     for i, item in enumerate(settings):
         key, eq, value = item.partition("=")
         if eq and key and value:
+            if key in values:
+                fail(f"{key} is given twice")
             values[key] = value
         elif i == 0 and not eq and item not in PARAMETERS:
             algorithm = item
         else:
             fail(f"malformed setting {item!r}: use name=value")
     result = call(ctx, "POST", f"/ports/{port}", {"algorithm": algorithm, "values": values})
-    params = " ".join(f"{k}={v}" for k, v in result["params"].items())
+    params = " ".join(f"{k}={shown(v)}" for k, v in result["params"].items())
     click.echo(f"port {port}: {result['algorithm']} {params}")
 
 
@@ -238,7 +257,7 @@ def rates_table(state: dict, previous: dict | None, elapsed: float) -> Table:
     table = Table(title=f"{state['address']} — "
                         f"{'connected' if state['connected'] else 'NOT CONNECTED'}"
                         f" — {time.strftime('%H:%M:%S')}")
-    for column in ("port", "algorithm", "avg", "depth", "Pmax", "p", "pkts/s", "marks/s",
+    for column in ("port", "algorithm", "avg", "depth", "Pmax", "state", "pkts/s", "marks/s",
                    "drops/s", "loop"):
         table.add_column(column, justify="right")
     for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):
@@ -253,12 +272,23 @@ def rates_table(state: dict, previous: dict | None, elapsed: float) -> Table:
             rates = [f"{(c['seen_packets'] - before['seen_packets']) / elapsed:.0f}",
                      f"{(marks(c) - marks(before)) / elapsed:.1f}",
                      f"{(drops(c) - drops(before)) / elapsed:.1f}"]
-        table.add_row(str(port), info["algorithm"],
-                      f"{t['avg_now']:.2f}" if t else "-", f"{t['qdepth']}" if t else "-",
-                      f"{pmax:.4f}" if pmax is not None else "-",
-                      f"{t['prob']:.4f}" if t else "-", *rates,
+        table.add_row(str(port), info["algorithm"], average(t), f"{t['qdepth']}" if t else "-",
+                      f"{pmax:.4f}" if pmax is not None else "-", live_state(t), *rates,
                       info["loop"]["kind"] if info["loop"] else "-")
     return table
+
+
+def average(telemetry: dict | None) -> str:
+    if not telemetry or telemetry["avg_now"] is None:
+        return "-"
+    return f"{telemetry['avg_now']:.2f}"
+
+
+def live_state(telemetry: dict | None) -> str:
+    """The algorithm's live state from the latest record, e.g. "P=0.0123 rate_pps=1180"."""
+    if not telemetry:
+        return "-"
+    return " ".join(f"{k}={v:.4g}" for k, v in telemetry["state"].items()) or "-"
 
 
 @main.command()

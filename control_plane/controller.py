@@ -77,8 +77,10 @@ class PortView:
         """The average now. While records keep coming it is the last record's. When they
         stop, no packet arrives: the queue the last record saw drains at link_pps, and
         from then on the port is idle, so the average is decayed as the data plane will
-        decay it at the next arrival, (1 - wq)^(idle * link_pps)."""
-        if self.latest is None:
+        decay it at the next arrival, (1 - wq)^(idle * link_pps). None for an algorithm
+        without an average (the RED family and AECN keep one)."""
+        wq = getattr(self.config.aqm, "wq", None)
+        if self.latest is None or wq is None:
             return None
         interval = self.config.telemetry_interval
         if interval is None:
@@ -89,7 +91,7 @@ class PortView:
         idle = now - emptied
         if idle <= 0:
             return self.latest.avg_packets
-        return self.latest.avg_packets * (1 - self.config.aqm.wq) ** (idle * self.config.link_pps)
+        return self.latest.avg_packets * (1 - wq) ** (idle * self.config.link_pps)
 
 
 @dataclass(frozen=True)
@@ -343,6 +345,7 @@ class Controller:
                     "avg_now": view.estimated_avg(now),
                     "qdepth": rec.qdepth,
                     "prob": fp.from_frac32(rec.prob),
+                    "state": type(cfg.aqm).describe(rec),
                     "records": view.records,
                 },
             }

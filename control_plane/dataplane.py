@@ -35,6 +35,16 @@ class Region(IntEnum):
     FORCED = 3
 
 
+class Event(IntEnum):
+    """What a packet did to an algorithm's state (defines.p4, EVENT_*)."""
+
+    NONE = 0
+    INCREASE = 1
+    DECREASE = 2
+    HELD = 3
+    UPDATE = 4
+
+
 class Outcome(IntEnum):
     PASS = 0
     MARK = 1
@@ -57,10 +67,9 @@ class IngressDrop(IntEnum):
 # MECN congestion level of each ECN codepoint (seed 001 Table 1); Not-ECT has none.
 ECN_LEVEL = {Ecn.ECT0: 0, Ecn.ECT1: 1, Ecn.CE: 2}
 
-# Tables
+# Tables (each algorithm's lookup tables are named in its module, control_plane/algorithms/)
 AQM_CONFIG = "aqm_config"
 PORT_EPOCH = "port_epoch"
-IDLE_DECAY = "idle_decay"
 TELEMETRY_CONFIG = "telemetry_config"
 IPV4_LPM = "ipv4_lpm"
 L2_EXACT = "l2_exact"

@@ -16,7 +16,7 @@ from typing import AsyncIterator, Awaitable, Callable, Iterable
 import finsy as fy
 
 from control_plane import dataplane as dp
-from control_plane.aqm import IDLE_DECAY_ENTRIES, ConfigError, PortConfig, PortProgram
+from control_plane.aqm import TABLE_ENTRIES, ConfigError, PortConfig, PortProgram
 from control_plane.build import Artifacts
 from control_plane.golden import PortCounters
 from control_plane.telemetry import TelemetryRecord
@@ -97,11 +97,13 @@ class AqmSwitch:
         self.check_port(config.port)
         program = config.encode()
         old = self._installed.get(config.port)
-        decay_entries = sum(len(p.decay.buckets) for port, p in self._installed.items()
-                            if port != config.port) + len(program.decay.buckets)
-        if decay_entries > IDLE_DECAY_ENTRIES:
-            raise ConfigError(f"the idle_decay table holds {IDLE_DECAY_ENTRIES} entries; these "
-                              f"ports would need {decay_entries}")
+        for rows in program.tables:
+            used = len(rows.lookup.rows) + sum(
+                len(t.lookup.rows) for port, p in self._installed.items() if port != config.port
+                for t in p.tables if t.table == rows.table)
+            if used > TABLE_ENTRIES:
+                raise ConfigError(f"the {rows.table} table holds {TABLE_ENTRIES} entries; these "
+                                  f"ports would need {used}")
         new_epoch = reset or old is None or (old.seed, old.bmv2_random) != (
             program.seed, program.bmv2_random)
         epoch = self._epochs.get(config.port, 0)
@@ -113,7 +115,7 @@ class AqmSwitch:
         updates = []
         if old is None or old.aqm != program.aqm:
             updates.append(self._aqm_update(program, installed=old is not None))
-        updates += self._decay_updates(program, old)
+        updates += self._table_updates(program, old)
         if new_epoch:
             updates.append(self._epoch_update(program, epoch, installed=old is not None))
         updates += self._telemetry_updates(program, old)
@@ -130,9 +132,12 @@ class AqmSwitch:
         return program
 
     async def _clear_port(self, port: int) -> None:
-        """Delete whatever the port's tables hold, read back from the switch."""
+        """Delete whatever the port's tables (every table keyed by port) hold, read back
+        from the switch."""
         doomed = []
-        for table in (dp.AQM_CONFIG, dp.PORT_EPOCH, dp.TELEMETRY_CONFIG, dp.IDLE_DECAY):
+        tables = [t.alias for t in self.sw.p4info.tables
+                  if any(f.name == "port" for f in t.match_fields)]
+        for table in tables:
             async for entry in self.sw.read(fy.P4TableEntry(table)):
                 if int(entry.match_dict(self.sw.p4info)["port"]) == port:
                     doomed.append(-fy.P4TableEntry(entry.table_id, match=entry.match))
@@ -195,20 +200,23 @@ class AqmSwitch:
         return ~entry if installed else +entry
 
     @staticmethod
-    def _decay_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:
-        old_buckets = old.decay.buckets if old else ()
-        new_buckets = program.decay.buckets
+    def _table_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:
+        """The lookup-table writes from what the port had to what it needs, row by row."""
+        before = {t.table: t for t in (old.tables if old else ())}
+        after = {t.table: t for t in program.tables}
         updates = []
-        for bucket in range(max(len(old_buckets), len(new_buckets))):
-            entry = fy.P4TableEntry(dp.IDLE_DECAY, match=fy.Match(port=program.port, bucket=bucket))
-            if bucket >= len(new_buckets):
-                updates.append(-entry)
-                continue
-            if bucket < len(old_buckets) and old_buckets[bucket] == new_buckets[bucket]:
-                continue
-            start, drop = new_buckets[bucket]
-            entry.action = fy.Action("decay", start_factor=start, drop_across=drop)
-            updates.append(~entry if bucket < len(old_buckets) else +entry)
+        for table in sorted(before.keys() | after.keys()):
+            old_rows = before[table].entries() if table in before else []
+            new_rows = after[table].entries() if table in after else []
+            for bucket in range(max(len(old_rows), len(new_rows))):
+                entry = fy.P4TableEntry(table, match=fy.Match(port=program.port, bucket=bucket))
+                if bucket >= len(new_rows):
+                    updates.append(-entry)
+                    continue
+                if bucket < len(old_rows) and old_rows[bucket] == new_rows[bucket]:
+                    continue
+                entry.action = fy.Action(after[table].action, **new_rows[bucket])
+                updates.append(~entry if bucket < len(old_rows) else +entry)
         return updates
 
     @staticmethod

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Mapping
 
 from control_plane import fixedpoint as fp
-from control_plane.dataplane import Ecn, Outcome, Region
+from control_plane.dataplane import Ecn, Event, Outcome, Region
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,11 +21,17 @@ class TelemetryRecord:
     deq_timedelta: int  # USEC
     egress_ts: int      # USEC48, departure
     qdepth: int         # PKTS found on arrival
-    avg: int            # QPKT after this packet's update
-    prob: int           # FRAC32 base probability in force
-    count: int          # unmarked packets since the last mark, before this one
+    deq_qdepth: int     # PKTS left behind at departure
+    arr_seq: int        # ingress's arrival number for the port
+    avg: int            # QPKT after this packet's update (RED family)
+    prob: int           # FRAC32 marking probability in force
+    count: int          # unmarked packets since the last mark, before this one (RED family)
     rnd: int            # FRAC32 draw
+    state0: int         # algorithm state (control_plane/algorithms/)
+    state1: int
     ip_id: int
+    algorithm: int      # ALGO_* (the algorithm class's algorithm_id)
+    event: int          # Event
     region: int
     outcome: int
     ecn_in: int
@@ -50,7 +56,9 @@ class TelemetryRecord:
 
     def describe(self) -> str:
         return (
-            f"port {self.port} seq {self.pkt_seq} q={self.qdepth} avg={self.avg_packets:.3f} "
-            f"p={self.probability:.4f} count={self.count} {Region(self.region).name} "
-            f"{Outcome(self.outcome).name} {Ecn(self.ecn_in).name}->{Ecn(self.ecn_out).name}"
+            f"port {self.port} seq {self.pkt_seq} arr {self.arr_seq} q={self.qdepth}/"
+            f"{self.deq_qdepth} avg={self.avg_packets:.3f} p={self.probability:.6f} "
+            f"count={self.count} state={self.state0}/{self.state1} {Event(self.event).name} "
+            f"{Region(self.region).name} {Outcome(self.outcome).name} "
+            f"{Ecn(self.ecn_in).name}->{Ecn(self.ecn_out).name}"
         )

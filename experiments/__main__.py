@@ -24,7 +24,15 @@ from experiments.runner import Run
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
-def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path]) -> None:
+def markdown_table(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    return ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0]),
+            *["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]]
+
+
+def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path],
+                  claims: list[dict], timing: str) -> None:
     if rows:
         with open(folder / "summary.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -32,10 +40,11 @@ def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path
             writer.writerows(rows)
     lines = [f"# {experiment.title}", "", f"Scaling: {experiment.scaling}", "",
              "Paper's claims:", *[f"- {c}" for c in experiment.claims], ""]
-    if rows:
-        lines += ["| " + " | ".join(rows[0]) + " |",
-                  "|" + "---|" * len(rows[0])]
-        lines += ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]
+    lines += markdown_table(rows)
+    if claims:
+        lines += ["", "Claims beside our result:", "", *markdown_table(claims)]
+    if timing:
+        lines += ["", timing]
     lines += ["", "Figures:", *[f"- {p.name}" for p in figures]]
     (folder / "summary.md").write_text("\n".join(lines) + "\n")
 
@@ -54,7 +63,7 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str) -> int:
     folder.mkdir(parents=True)
     artifacts = compile_program(folder / "build")
     console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs -> {folder}")
-    results = []
+    results, seconds = [], []
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),
                   TimeRemainingColumn(), console=console) as progress:
         overall = progress.add_task("all runs", total=len(specs), what="")
@@ -62,18 +71,25 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str) -> int:
             task = progress.add_task(spec.label, total=spec.duration, what="")
             def update(done, total, what, task=task):
                 progress.update(task, completed=done, total=total, what=what)
+            began = time.monotonic()
             Run(spec, folder / spec.label, artifacts, update, log_level).execute()
+            seconds.append(time.monotonic() - began)
             metrics = run_metrics(folder / spec.label)
             results.append((spec.label, folder / spec.label, metrics))
             progress.update(task, completed=spec.duration, what="done")
             progress.advance(overall)
-    summarise(experiment, folder, results)
+    total = sum(seconds)
+    summarise(experiment, folder, results,
+              f"Time: {len(seconds)} runs in {total / 60:.1f} min "
+              f"({total / len(seconds):.0f} s per run, from topology start to teardown).")
     return 0
 
 
-def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]]) -> None:
+def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]],
+              timing: str = "") -> None:
     rows, figures = experiment.report(results, folder)
-    write_summary(folder, experiment, rows, figures)
+    claims = experiment.verdicts(results) if experiment.verdicts else []
+    write_summary(folder, experiment, rows, figures, claims, timing)
     table = Table(title=experiment.title)
     for column in rows[0] if rows else []:
         table.add_column(column, justify="right")
@@ -81,6 +97,15 @@ def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]]) -
         table.add_row(*[str(v) for v in row.values()])
     console.print(table)
     console.print("Paper's claims:\n" + "\n".join(f"  - {c}" for c in experiment.claims))
+    if claims:
+        verdict = Table(title="Claims beside our result")
+        for column in claims[0]:
+            verdict.add_column(column)
+        for row in claims:
+            verdict.add_row(*[str(v) for v in row.values()])
+        console.print(verdict)
+    if timing:
+        console.print(timing)
     for label, _, m in results:
         for check in m.get("rtt_check", [])[:1]:
             console.print(f"  {label}: ping {check['from']}->{check['to']} "
@@ -97,7 +122,8 @@ def report(folder: Path) -> int:
         return 2
     name = json.loads((runs[0] / "config.json").read_text())["experiment"]
     results = [(run.name, run, run_metrics(run)) for run in runs]
-    order = {spec.label: k for k, spec in enumerate(EXPERIMENTS[name].plan(PlanOptions()))}
+    plan = EXPERIMENTS[name].plan(PlanOptions(full=True))
+    order = {spec.label: k for k, spec in enumerate(plan)}
     results.sort(key=lambda r: order.get(r[0], len(order)))
     summarise(EXPERIMENTS[name], folder, results)
     return 0
@@ -114,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--kernel-tcp", action="store_true",
                     help="seed 001's runs (demo MECN rows, E2-E4): Linux Reno senders instead "
                          "of the userspace MECN/RFC 3168 ones")
+    go.add_argument("--full", action="store_true",
+                    help="E6: the paper's whole sweep (about 2 h) instead of the subset")
     go.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
     again = sub.add_parser("report", help="recompute metrics, tables and plots of a run folder")
     again.add_argument("folder", type=Path)
@@ -132,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         return report(args.folder)
     try:
-        return run(args.name, args.out, PlanOptions(args.loss, args.kernel_tcp), args.log_level)
+        return run(args.name, args.out, PlanOptions(args.loss, args.kernel_tcp, args.full),
+                   args.log_level)
     except KeyboardInterrupt:
         console.print("[red]interrupted: everything the run started has been stopped")
         return 130

@@ -13,6 +13,7 @@ from analysis import plots
 from control_plane.aqm import DropTail, Mecn, Red, RedEcn
 from control_plane.adaptation import auto_thresholds, ared_band
 from control_plane.controller import LoopSpec
+from experiments import e6
 from experiments.spec import Flow, RunSpec, Transfers
 from topologies.dumbbell import DumbbellSpec
 from topologies.nodes import Access, Bottleneck
@@ -31,6 +32,8 @@ class Experiment:
     report: Callable[[list[tuple[str, Path, dict]], Path], tuple[list[Row], list[Path]]]
     waiting_for: str = ""
     claims: list[str] = field(default_factory=list)
+    # (label, run folder, metrics) of every run -> each claim beside our result, verdict
+    verdicts: Callable[[list[tuple[str, Path, dict]]], list[Row]] | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class PlanOptions:
     # Seed 001's runs: userspace MECN senders (transport/) for MECN/AMECN and RFC 3168
     # ones for ARED, or Linux's kernel TCP for all.
     kernel_tcp: bool = False
+    full: bool = False          # E6: the paper's whole sweep instead of the default subset
 
     def transport(self, response: str) -> str:
         return "kernel" if self.kernel_tcp else response
@@ -461,7 +465,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                        "(ratio near 1), alone and sharing the link",
                        "its cwnd is Reno's sawtooth: halving per mark or loss, +1 per RTT"]),
     _waiting("e5", "the AECN algorithm (per-group max_p, mark-front, RTT groups)"),
-    _waiting("e6", "the NEWQUE, BLUE, PI and REM algorithms"),
+    Experiment("e6", "E6 (seed 003): NEWQUE vs RED vs BLUE vs PI vs REM", e6.SCALING,
+               e6.plan, e6.report, claims=e6.CLAIMS, verdicts=e6.verdicts),
     Experiment("e7", "E7 (seed 004): short transfers, DT vs RED vs ECN over buffer sizes",
                "10 clients, each 11 serial 100 KB transfers from one server; 10 Mb/s access "
                "with 0.5 ms; bottleneck 3 Mb/s (the paper: 1.5 Mb/s) with d = 20 ms; buffers "

@@ -334,7 +334,8 @@ class Run:
             if flow.transport == "kernel":
                 server = ["iperf3", "-s", "-1", "-p", str(port)]
                 argv = ["iperf3", "-c", data_dst.ip, "-p", str(port), "-t", f"{duration:.2f}",
-                        "-C", spec.topology.congestion_control, "--json", "-i", "1"]
+                        "-C", spec.topology.congestion_control, "--json", "-i", "1",
+                        "-P", str(flow.streams)]
                 window = ["-w", str(flow.window)] if flow.window else []
             else:   # the userspace MECN/RFC 3168 Reno over UDP
                 server = [sys.executable, "-m", "transport", "receive", "--port", str(port),

@@ -28,6 +28,7 @@ class Flow:
     reverse: bool = False
     group: str = ""                 # e.g. fragile / average / robust
     transport: str = "kernel"
+    streams: int = 1                # kernel TCP: parallel connections of one iperf3 (-P)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ class RunSpec:
             if flow.transport not in TRANSPORTS:
                 raise ValueError(f"{self.label}: transport {flow.transport!r} is not one of "
                                  f"{', '.join(TRANSPORTS)}")
+            if not 1 <= flow.streams <= 128 or (flow.streams > 1 and flow.transport != "kernel"):
+                raise ValueError(f"{self.label}: {flow.streams} streams: iperf3 (kernel TCP) "
+                                 "carries 1 to 128 per flow")
             if flow.start < 0 or end > self.duration:
                 raise ValueError(f"{self.label}: flow {flow} runs outside [0, {self.duration}] s")
         if not self.flows and self.transfers is None:

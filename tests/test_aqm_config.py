@@ -1,46 +1,23 @@
-"""Configuration validation and encoding: every bad value is refused with its name."""
+"""A port's configuration: validation, what it encodes to, and changes typed as text (the
+CLI, TOML). Each algorithm's own parameters are tested in tests/algorithms/."""
 
 import math
 
 import pytest
 
-from control_plane.aqm import (ConfigError, DropTail, Ecnm, IdleDecay, Mecn, PortConfig, Red,
-                               RedEcn, change, port_seed)
-
-
-@pytest.mark.parametrize("aqm, message", [
-    (Red(minth=15, maxth=5), "minth .* below maxth"),
-    (Red(minth=5, maxth=5), "minth .* below maxth"),
-    (Red(maxp=1.5), "maxp must be in"),
-    (Red(maxp=0.0), "maxp must be in"),
-    (Red(maxp=-0.1), "maxp must be in"),
-    (Red(wq=0.0), "wq must be in"),
-    (Red(wq=1.0), "wq must be in"),
-    (Red(wq=1e-12), "resolution"),
-    (Red(limit=0), "limit"),
-    (Red(limit=2.5), "limit"),
-    (Red(minth=-1), "minth"),
-    (Red(minth=0, maxth=0.5, maxp=1.0), "below 1"),
-    (RedEcn(maxth=math.nan), "maxth"),
-    (Red(minth=0.1, maxth=0.5, maxp=0.1, gentle=True), "gentle"),
-    (Ecnm(gentle="yes"), "gentle"),
-    (Mecn(minth=5, midth=5, maxth=15), "minth < midth < maxth"),
-    (Mecn(minth=5, midth=16, maxth=15), "minth < midth < maxth"),
-    (Mecn(p1max=1.2), "p1max"),
-    (Mecn(p2max=-0.5), "p2max"),
-    (DropTail(limit=-3), "limit"),
-])
-def test_invalid_configuration_is_refused(aqm, message):
-    with pytest.raises(ConfigError, match=message):
-        aqm.encode()
+from control_plane.aqm import (ALGORITHMS, Blue, ConfigError, Mecn, Newque, Pi, PortConfig, Red,
+                               RedEcn, Rem, change, parse_value, port_seed)
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(port=510), "port"),
-    (dict(port=-1), "port"),
-    (dict(link_pps=0), "link_pps"),
-    (dict(telemetry_interval=-1.0), "telemetry_interval"),
-    (dict(seed=-4), "seed"),
+    pytest.param(dict(port=510), "port", id="cpu-port"),
+    pytest.param(dict(port=-1), "port", id="negative-port"),
+    pytest.param(dict(port=True), "port", id="bool-port"),
+    pytest.param(dict(link_pps=0), "link_pps", id="zero-rate"),
+    pytest.param(dict(link_pps=math.inf), "link_pps", id="infinite-rate"),
+    pytest.param(dict(telemetry_interval=-1.0), "telemetry_interval", id="negative-interval"),
+    pytest.param(dict(seed=-4), "seed", id="negative-seed"),
+    pytest.param(dict(bmv2_random="yes"), "bmv2_random", id="random-not-bool"),
 ])
 def test_invalid_port_configuration_is_refused(kwargs, message):
     config = dict(port=2, aqm=Red(), link_pps=1000.0) | kwargs
@@ -48,66 +25,20 @@ def test_invalid_port_configuration_is_refused(kwargs, message):
         PortConfig(**config).encode()
 
 
-def test_red_encoding_matches_formulas():
-    action = Red(minth=5, maxth=15, maxp=0.1, wq=0.002, limit=20).encode()
-    assert action.name == "red"
-    p = action.params
-    assert p["minth"] == 5 << 16 and p["maxth"] == 15 << 16
-    assert p["hardth"] == p["maxth"] and p["gentle_slope"] == 0
-    assert p["slope"] == round(0.01 * 2**32)
-    assert p["maxp"] == round(0.1 * 2**32)
-    assert p["wq"] == round(0.002 * 2**32) and p["limit"] == 20
-
-
-def test_gentle_red_ramps_from_maxp_to_one_over_maxth():
-    p = RedEcn(minth=5, maxth=15, maxp=0.1, gentle=True).encode().params
-    assert p["hardth"] == 30 << 16
-    # At 2 maxth the ramp reaches 1: maxp + gentle_slope * maxth
-    assert abs(p["maxp"] + p["gentle_slope"] * 15 - 2**32) < 16
-
-
-def test_mecn_encoding_has_two_slopes():
-    action = Mecn(minth=5, midth=10, maxth=15, p1max=0.2, p2max=0.4).encode()
-    assert action.name == "mecn"
-    assert action.params["slope1"] == round(0.2 / 5 * 2**32)
-    assert action.params["slope2"] == round(0.4 / 5 * 2**32)
-
-
-def test_port_program_carries_decay_seed_and_telemetry():
+def test_port_program_carries_tables_seed_and_telemetry():
     program = PortConfig(port=3, aqm=Red(), link_pps=500.0, seed=7,
                          telemetry_interval=0.01).encode()
-    assert program.aqm.params["idle_shift"] == program.decay.shift
+    assert program.aqm.params["idle_shift"] == program.tables[0].lookup.shift
     assert program.telemetry_interval_us == 10_000
     assert program.seed == port_seed(7, 3) != 0
     assert port_seed(7, 3) != port_seed(7, 4) and port_seed(7, 3) != port_seed(8, 3)
 
 
-@pytest.mark.parametrize("wq, pps", [(0.002, 1000.0), (0.0027, 187.5), (0.5, 100.0),
-                                     (2.6e-5, 38000.0), (0.2, 50_000.0)])
-def test_idle_decay_table_tracks_the_exact_factor(wq, pps):
-    """Linear interpolation in each bucket is within 2.5e-4 (relative) of (1 - wq)^(idle/s),
-    plus FRAC32 rounding; exact at idle 0."""
-    decay = IdleDecay.plan(wq, 1.0 / pps)
-    width = 1 << decay.shift
-    per_us = -math.log1p(-wq) * pps / 1e6
-    assert per_us * width <= 2 * 33 * math.log(2) / 1024
-    assert decay.buckets[0][0] == 2**32 - 1
-    for bucket in range(0, len(decay.buckets), 7):
-        start, drop = decay.buckets[bucket]
-        for offset in (0, width // 3, width - 1):
-            idle = bucket * width + offset
-            exact = math.exp(-per_us * idle)
-            table = (start - (drop * offset >> decay.shift)) / 2**32
-            if exact > 1e-6:
-                assert abs(table - exact) <= 2.5e-4 * exact + 3 / 2**32, (bucket, offset)
-    # The table ends where the factor no longer registers in FRAC32.
-    end_idle = len(decay.buckets) * width
-    assert math.exp(-per_us * end_idle) < 2**-32 or len(decay.buckets) == 1024
-
-
-def test_idle_decay_refuses_bad_packet_time():
-    with pytest.raises(ConfigError, match="packet time"):
-        IdleDecay.plan(0.002, 0.0)
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_every_algorithm_encodes_its_defaults(name):
+    program = PortConfig(port=2, aqm=ALGORITHMS[name](), link_pps=1200.0).encode()
+    assert program.aqm.name == name
+    assert program.encoded.limit == program.aqm.params["limit"] == 64
 
 
 def test_change_keeps_shared_parameters_and_types_values():
@@ -120,18 +51,68 @@ def test_change_keeps_shared_parameters_and_types_values():
     assert (mecn.aqm.minth, mecn.aqm.midth, mecn.aqm.maxth) == (4, 8, 12)
 
 
+def test_change_to_the_new_algorithms_in_physical_units():
+    base = PortConfig(port=2, aqm=Red(limit=300), link_pps=1200.0)
+    newque = change(base, "newque", {"alpha": "0.0001", "beta": "0.02", "min_interval": "0.1"})
+    assert newque.aqm == Newque(alpha=0.0001, beta=0.02, min_interval=0.1, limit=300)
+    blue = change(newque, "blue", {"d1": "0.02", "threshold": "200"})
+    assert blue.aqm == Blue(d1=0.02, threshold=200, limit=300)
+    assert change(blue, None, {"threshold": "auto"}).aqm.threshold is None
+    pi = change(blue, "pi", {"qref": "120", "ecn": "off"})
+    assert pi.aqm == Pi(qref=120.0, ecn=False, limit=300)
+    rem = change(pi, "rem", {"gamma": "0.002", "phi": "1.002", "capacity": "1000"})
+    assert rem.aqm == Rem(gamma=0.002, phi=1.002, capacity=1000.0, ecn=False, limit=300)
+    # Across families only the limit and the ECN mode carry: NEWQUE's alpha is not REM's,
+    # PI's interval is not REM's.
+    assert change(newque, "rem").aqm == Rem(limit=300)
+    assert change(pi, "rem").aqm.interval == Rem().interval
+
+
 @pytest.mark.parametrize("algorithm, values, message", [
-    (None, {"minthh": "3"}, "unknown parameter 'minthh' for red"),
-    ("blue", {}, "unknown algorithm 'blue'"),
-    (None, {"maxp": "lots"}, "cannot read 'lots'"),
-    (None, {"gentle": "maybe"}, "gentle"),
-    (None, {"maxp": "1.5"}, "maxp must be in"),
-    (None, {"target_delay": "0.02", "maxth": "9"}, "do not also give maxth"),
-    ("droptail", {"target_delay": "0.02"}, "not droptail"),
+    pytest.param(None, {"minthh": "3"}, "unknown parameter 'minthh' for red", id="unknown-name"),
+    pytest.param("codel", {}, "unknown algorithm 'codel'", id="unknown-algorithm"),
+    pytest.param(None, {"maxp": "lots"}, "cannot read 'lots'", id="not-a-number"),
+    pytest.param(None, {"gentle": "maybe"}, "gentle", id="not-a-bool"),
+    pytest.param(None, {"maxp": "1.5"}, "maxp must be in", id="out-of-range"),
+    pytest.param(None, {"target_delay": "0.02", "maxth": "9"}, "do not also give maxth",
+                 id="auto-and-manual"),
+    pytest.param("droptail", {"target_delay": "0.02"}, "not droptail", id="auto-droptail"),
+    pytest.param(None, {"target_delay": "nan"}, "cannot read", id="auto-nan"),
+    pytest.param("pi", {"a": "0.01"}, "a must be in", id="pi-gain-too-large"),
+    pytest.param("blue", {"threshold": "1.5"}, "whole number", id="threshold-fraction"),
+    pytest.param("newque", {"capacity": "lots"}, "decimal number or auto", id="capacity-word"),
 ])
 def test_change_refuses_bad_input(algorithm, values, message):
     with pytest.raises(ConfigError, match=message):
         change(PortConfig(port=2, aqm=Red(), link_pps=500.0), algorithm, values)
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "-nan", "inf", "-Infinity", "1e999", "５",
+                                  "٥", "6_4", " 5", "5 ", "None", "0x10", "", "+", "1.2.3"],
+                         ids=["nan", "NaN", "minus-nan", "inf", "minus-infinity", "overflow",
+                              "fullwidth-digit", "arabic-indic-digit", "underscore",
+                              "leading-space", "trailing-space", "none", "hex", "empty",
+                              "sign-only", "two-points"])
+def test_only_plain_ascii_decimal_numbers_are_read(text):
+    with pytest.raises(ConfigError, match="cannot read"):
+        parse_value("minth", "float", text)
+
+
+def test_plain_numbers_and_words_are_read():
+    assert parse_value("minth", "float", "5") == 5.0
+    assert parse_value("minth", "float", "-.5e-3") == -0.0005
+    assert parse_value("limit", "int", "+64") == 64
+    assert parse_value("gentle", "bool", "ON") is True
+    assert parse_value("qref", "float | None", "auto") is None
+    assert parse_value("telemetry_interval", "float | None", "off") is None
+    with pytest.raises(ConfigError, match="whole number"):
+        parse_value("limit", "int", "64.0")
+
+
+def test_an_error_quotes_a_bounded_prefix_of_the_input():
+    with pytest.raises(ConfigError) as err:
+        parse_value("minth", "float", "x" * 100_000)
+    assert len(str(err.value)) < 120
 
 
 def test_automatic_mode_from_target_delay_and_link_rate():
@@ -141,4 +122,5 @@ def test_automatic_mode_from_target_delay_and_link_rate():
     assert (red.minth, red.maxth) == (10.0, 30.0)
     assert red.wq == pytest.approx(1 - math.exp(-1 / 1000))
     mecn = change(base, "mecn", {"target_delay": "0.02", "link_pps": "2000"}).aqm
+    assert isinstance(mecn, Mecn)
     assert (mecn.minth, mecn.midth, mecn.maxth) == (20.0, 45.0, 60.0)

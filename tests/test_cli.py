@@ -104,7 +104,7 @@ def test_set_show_watch(served, testbed):
     result = aqmctl(served, "set", str(PORT), "mecn", "minth=4", "midth=8", "maxth=12",
                     "p1max=0.2", "p2max=0.3")
     assert result.returncode == 0, result.stderr
-    assert "port 2: mecn" in result.stdout and "midth=8.0" in result.stdout
+    assert "port 2: mecn" in result.stdout and "midth=8 " in result.stdout
 
     params = state(served)["ports"][str(PORT)]["params"]
     assert state(served)["ports"][str(PORT)]["algorithm"] == "mecn"
@@ -135,7 +135,11 @@ async def test_bad_input_gets_one_clear_line(served, testbed, artifacts, tmp_pat
     one_error_line(aqmctl(served, "set", str(PORT), "maxp=1.5"), "maxp must be in (0, 1]")
     one_error_line(aqmctl(served, "set", str(PORT), "minth=20"), "minth (20.0) must be below")
     one_error_line(aqmctl(served, "set", str(PORT), "maxp"), "malformed setting")
-    one_error_line(aqmctl(served, "set", str(PORT), "blue"), "unknown algorithm 'blue'")
+    one_error_line(aqmctl(served, "set", str(PORT), "codel"), "unknown algorithm 'codel'")
+    one_error_line(aqmctl(served, "set", str(PORT), "maxp=0.2", "maxp=0.3"), "maxp is given twice")
+    one_error_line(aqmctl(served, "set", str(PORT), "blue", "d1=nan"), "cannot read 'nan'")
+    one_error_line(aqmctl(served, "set", str(PORT), "pi", "a=1e-5", "b=1e-4"),
+                   "must not exceed a")
     one_error_line(aqmctl(served, "loop", str(PORT), "amecn"), "amecn adapts mecn")
     one_error_line(aqmctl(tmp_path / "none.sock", "show"), "no controller at")
     # Nothing of the refused commands reached the configuration or the switch.
@@ -147,13 +151,43 @@ async def test_bad_input_gets_one_clear_line(served, testbed, artifacts, tmp_pat
     one_error_line(aqmctl(served, "set", str(PORT), "maxp=0.2"), "unreachable")
 
 
-async def switch_aqm_params(testbed, artifacts, port: int) -> dict[str, int]:
+async def switch_aqm_action(testbed, artifacts, port: int) -> tuple[str, dict[str, int]]:
     """aqm_config as the switch holds it, read by a backup P4Runtime client."""
     options = fy.SwitchOptions(p4info=artifacts.p4info_txt, initial_election_id=5)
     async with fy.Switch("reader", testbed.switch.config.grpc_address, options) as sw:
         async for entry in sw.read(fy.P4TableEntry("aqm_config", match=fy.Match(port=port))):
-            return {k: int(v) for k, v in entry.action.args.items()}
+            return entry.action.name, {k: int(v) for k, v in entry.action.args.items()}
     raise AssertionError("no aqm_config entry")
+
+
+async def switch_aqm_params(testbed, artifacts, port: int) -> dict[str, int]:
+    return (await switch_aqm_action(testbed, artifacts, port))[1]
+
+
+@pytest.mark.parametrize("algorithm, settings, shown", [
+    pytest.param("newque", ["alpha=0.05", "min_interval=0.05"], {"P", "rate_pps"}, id="newque"),
+    pytest.param("blue", ["d1=0.1", "threshold=20"], {"pm"}, id="blue"),
+    pytest.param("pi", ["a=0.002", "b=0.0018", "qref=10"], {"p", "q_old"}, id="pi"),
+    pytest.param("rem", ["gamma=0.01", "phi=1.2", "target_backlog=5", "interval=0.01"],
+                 {"p", "price", "arrivals"}, id="rem"),
+])
+async def test_seed_003_algorithms_through_aqmctl(served, testbed, artifacts, algorithm,
+                                                   settings, shown):
+    """Set in physical units, running on the switch, live state in show and watch."""
+    result = aqmctl(served, "set", str(PORT), algorithm, *settings)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"port 2: {algorithm} ")
+    assert (await switch_aqm_action(testbed, artifacts, PORT))[0] == algorithm
+    traffic(testbed, 300, 2.0)
+    port = state(served)["ports"][str(PORT)]
+    assert port["algorithm"] == algorithm
+    assert set(port["telemetry"]["state"]) == shown
+    assert port["counters"]["marks_ce"] > 0, port
+    table = aqmctl(served, "show", str(PORT))
+    assert table.returncode == 0 and algorithm in table.stdout
+    assert all(f"{key}=" in table.stdout for key in shown)
+    watch = aqmctl(served, "watch", "--once", "--period", "0.3")
+    assert watch.returncode == 0 and algorithm in watch.stdout
 
 
 async def test_loop_and_cli_survive_a_switch_restart(served, testbed, artifacts):

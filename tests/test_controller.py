@@ -145,7 +145,7 @@ async def test_telemetry_at_a_configured_rate_matches_the_model(make_controller,
     # it can check each record's own export decision and the probability at its average.
     program = ctl.switch.installed(PORT)
     model = PortModel(program, epoch=records[0].epoch)
-    region, pb = model.params.probability(records[-1].avg)
+    region, pb = model.algorithm.ramp.probability(records[-1].avg)
     assert (region, pb) == (records[-1].region, records[-1].prob)
     assert all(Arrival.from_record(r).qdepth == r.qdepth for r in records)
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import finsy as fy
 import pytest
 from scapy.layers.inet import IP, UDP, IPOption_RR
 from scapy.layers.l2 import Ether
 
-from conformance import PORT, RATE_PPS
+from conformance import PORT, RATE_PPS, all_entries
 from control_plane.aqm import ConfigError, Ecnm, PortConfig, Red, RedEcn
 from control_plane.dataplane import Ecn, IngressDrop
 from traffic import HOSTS, ipv4_header_checksum_ok, udp_packet
@@ -87,13 +86,6 @@ async def test_malformed_and_unroutable_packets_are_dropped_and_counted(switch, 
     out = exchange(testbed, [truncated_udp, good], expect=2)
     assert len(out) == 2 and out[0][14 + 20:] == truncated_udp[14 + 20:]
     assert testbed.switch.alive()
-
-
-async def all_entries(switch) -> list[str]:
-    """Every table entry the switch holds, as canonical strings."""
-    schema = switch.sw.p4info
-    return sorted([f"{e.table_id} {e.match_dict(schema)} {e.action_str(schema)}"
-                   async for e in switch.sw.read(fy.P4TableEntry())])
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -51,3 +51,31 @@ def test_usec_and_pkts():
     for bad in (2.5, True, -1, 1 << 32):
         with pytest.raises(fp.FixedPointError):
             fp.to_pkts(bad, "limit")
+
+
+def test_p48_is_exact_at_one_and_refuses_outside():
+    assert fp.to_p48(1.0) == fp.P48_ONE == 1 << 48
+    assert fp.to_p48(0.25) == 1 << 46
+    assert fp.from_p48(fp.to_p48(0.3)) == pytest.approx(0.3, abs=2**-48)
+    for bad in (-1e-9, 1.0001, math.nan):
+        with pytest.raises(fp.FixedPointError):
+            fp.to_p48(bad, "p")
+
+
+def test_gain48_stays_below_its_bound():
+    assert fp.to_gain48(1.822e-5) == round(1.822e-5 * 2**48)
+    for bad in (2**-8, -1e-6, math.inf):
+        with pytest.raises(fp.FixedPointError, match="a must be"):
+            fp.to_gain48(bad, "a")
+
+
+def test_price_and_rate_round_trip_and_refuse():
+    assert fp.to_price(0.001) == round(0.001 * 2**32)
+    assert fp.from_price(fp.to_price(0.25)) == 0.25
+    with pytest.raises(fp.FixedPointError):
+        fp.to_price(0.6, "gamma")
+    assert fp.to_price(1000.0, "down", limit=2.0**20) == 1000 << 32
+    assert fp.to_rate(1202) == 1202 << 16 and fp.from_rate(fp.to_rate(12.5)) == 12.5
+    for bad in (-1.0, 65536.0, math.nan):
+        with pytest.raises(fp.FixedPointError):
+            fp.to_rate(bad, "capacity")

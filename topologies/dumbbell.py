@@ -106,7 +106,8 @@ class Dumbbell:
     def _configure_hosts(self) -> None:
         configure_hosts(self.net, self.senders + self.receivers,
                         list(self.spec.senders) + list(self.spec.receivers),
-                        self.spec.congestion_control, self.spec.ecn)
+                        self.spec.congestion_control, self.spec.ecn,
+                        mtu=self.spec.bottleneck.packet_bytes)
 
     def routes(self) -> list[tuple[str, int, str, str]]:
         """(prefix, port, src_mac, dst_mac) for every host."""

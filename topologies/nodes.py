@@ -42,7 +42,8 @@ class Bottleneck:
     mbps: float
     delay: float = 0.0
     buffer: int = 64               # packets: BMv2's queue depth on the bottleneck port
-    packet_bytes: int = 1500       # converts Mbit/s to set_queue_rate's packets/s
+    packet_bytes: int = 1500       # converts Mbit/s to set_queue_rate's packets/s; the hosts'
+                                   # MTU, so data packets are this size
 
     @property
     def pps(self) -> int:
@@ -153,14 +154,17 @@ class Bridge(Node):
 
 
 def configure_host(host: Host, congestion_control: str, ecn: bool, mbps: float | None,
-                   sack: bool = True) -> None:
-    """Real packets (no TSO/GSO/GRO, checksums in software), the TCP the run asks for,
-    no IPv6 chatter, no metrics carried over between connections, and the host's
-    sending rate shaped by tbf (mbps None: unshaped)."""
+                   sack: bool = True, mtu: int = 1500) -> None:
+    """Real packets (no TSO/GSO/GRO, checksums in software) of at most `mtu` bytes, the
+    TCP the run asks for, no IPv6 chatter, no metrics carried over between connections,
+    and the host's sending rate shaped by tbf (mbps None: unshaped)."""
     for intf in host.intfList():
         if intf.name == "lo":
             continue
         host.cmd(f"ethtool -K {intf.name} rx off tx off tso off gso off gro off 2>/dev/null")
+        out = host.cmd(f"ip link set dev {intf.name} mtu {mtu}")
+        if out.strip():
+            raise RuntimeError(f"{host.name}: mtu {mtu} on {intf.name}: {out.strip()}")
         host.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1")
         if mbps:
             # Two frames of burst; 100 ms of queue (TCP small queues keep it short).
@@ -215,11 +219,11 @@ def attach_host(net: Mininet, info: HostInfo, access: Access, peer: Node, port: 
 
 
 def configure_hosts(net: Mininet, hosts: list[HostInfo], accesses: list[Access],
-                    congestion_control: str, ecn: bool) -> None:
+                    congestion_control: str, ecn: bool, mtu: int = 1500) -> None:
     """configure_host on each, and static ARP for every other host (one /16)."""
     for info, access in zip(hosts, accesses):
         host = net.get(info.name)
-        configure_host(host, congestion_control, ecn, access.mbps)
+        configure_host(host, congestion_control, ecn, access.mbps, mtu=mtu)
         intf = host.defaultIntf().name
         for other in hosts:
             if other is not info:

@@ -97,7 +97,8 @@ class ParkingLot:
             start_boxes(net)
             infos = list(self.hosts.values())
             accesses = [self._access(name) for name in self.hosts]
-            configure_hosts(net, infos, accesses, self.spec.congestion_control, self.spec.ecn)
+            configure_hosts(net, infos, accesses, self.spec.congestion_control, self.spec.ecn,
+                            mtu=self.spec.links[0].packet_bytes)
         except BaseException:
             self.stop()
             raise

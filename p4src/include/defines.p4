@@ -9,11 +9,16 @@
 //   FRAC32  fraction * 2^32          bit<32>  wq, probabilities, decay factors, random draws;
 //                                             1.0 is written as 2^32 - 1 (saturated)
 //   SLOPE   probability/packet*2^32  bit<32>  pb = (slope * (avg - threshold)) >> 16
-//   USEC    microseconds             bit<32>  enq_timestamp, deq_timedelta, export interval
-//   USEC48  microseconds             bit<48>  egress_global_timestamp, idle time
-//   PKTS    packets                  bit<32>  limit, count
+//   P48     probability * 2^48       bit<64>  PI's probability (1.0 is exactly 2^48)
+//   GAIN48  probability/packet*2^48  bit<64>  PI's gains a and b
+//   PRICE   price * 2^32             bit<64>  REM's link price
+//   RATE    packets/s * 2^16         bit<32>  NEWQUE's arrival rate and capacity
+//   USEC    microseconds             bit<32>  enq_timestamp, deq_timedelta, intervals
+//   USEC48  microseconds             bit<48>  egress_global_timestamp, times of events
+//   PKTS    packets                  bit<32>  limit, count, thresholds of events
 //
-// All arithmetic is unsigned. Products are formed in bit<64> after widening both operands
+// All arithmetic is unsigned. A signed change (PI, REM) is formed as the difference of two
+// non-negative sums and clamped at 0. Products are formed after widening both operands
 // and results are saturated instead of wrapping. There is no division anywhere.
 
 typedef bit<9>  port_t;
@@ -23,7 +28,12 @@ typedef bit<64> qavg_t;
 typedef bit<32> qpkt_t;
 typedef bit<32> frac32_t;
 typedef bit<32> slope_t;
+typedef bit<64> p48_t;
+typedef bit<64> gain48_t;
+typedef bit<64> price_t;
+typedef bit<32> rate_t;
 typedef bit<32> usec_t;
+typedef bit<48> usec48_t;
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_TCP = 6;
@@ -38,7 +48,7 @@ const port_t CPU_PORT = 510;
 // Mirror session that clones telemetry to CPU_PORT (written by the controller).
 const bit<32> TELEMETRY_SESSION = 500;
 // Size of telemetry_t in bytes: a telemetry clone is truncated to it.
-const bit<32> TELEMETRY_BYTES = 56;
+const bit<32> TELEMETRY_BYTES = 74;
 // @field_list index of the metadata preserved in a telemetry clone.
 #define FL_TELEMETRY 1
 
@@ -57,15 +67,25 @@ const bit<2> LEVEL_INCIPIENT = ECN_ECT1;
 const bit<2> LEVEL_MODERATE = ECN_CE;
 
 // How a marking decision is carried out.
-const bit<2> ECN_MODE_DROP = 0;         // RED: every decision drops
-const bit<2> ECN_MODE_MARK = 1;         // RED+ECN, MECN: mark ECT, drop Not-ECT; forced region drops
+const bit<2> ECN_MODE_DROP = 0;         // every decision drops
+const bit<2> ECN_MODE_MARK = 1;         // mark ECT, drop Not-ECT; a forced region drops
 const bit<2> ECN_MODE_MARK_ALWAYS = 2;  // ECNM: forced region marks too; drops only at the limit
 
-// Region of the average queue, in telemetry and in the golden model.
-const bit<8> REGION_NONE = 0;    // avg < t0 (or no AQM on the port)
-const bit<8> REGION_A = 1;       // t0 <= avg < t1
-const bit<8> REGION_B = 2;       // t1 <= avg < t2
-const bit<8> REGION_FORCED = 3;  // avg >= t2
+// The algorithm a port runs (aqm_common_t.algorithm); each algorithm's file defines its id.
+const bit<8> ALGO_NONE = 0;
+
+// Region of the packet, in telemetry and in the golden model.
+const bit<8> REGION_NONE = 0;    // no marking (RED family: avg < t0)
+const bit<8> REGION_A = 1;       // marks with probability prob (RED family: t0 <= avg < t1)
+const bit<8> REGION_B = 2;       // RED family: t1 <= avg < t2
+const bit<8> REGION_FORCED = 3;  // RED family: avg >= t2
+
+// What a packet did to an algorithm's state (NEWQUE, BLUE, PI, REM), in telemetry.
+const bit<8> EVENT_NONE = 0;
+const bit<8> EVENT_INCREASE = 1;  // the probability went up
+const bit<8> EVENT_DECREASE = 2;  // the probability went down
+const bit<8> EVENT_HELD = 3;      // a change was due, but the last one is too recent
+const bit<8> EVENT_UPDATE = 4;    // a periodic update ran (PI, REM)
 
 // Outcome of one packet, in telemetry and in the golden model.
 const bit<8> OUTCOME_PASS = 0;
@@ -82,12 +102,13 @@ const bit<32> DROP_MALFORMED = 3;
 #define INGRESS_DROP_REASONS 4
 
 const bit<32> FRAC32_ONE = 0xffffffff;
+const p48_t P48_ONE = 1 << 48;
 const qpkt_t QPKT_MAX = 0xffffffff;
 // enq_qdepth is saturated to this before it is scaled to QPKT.
 const bit<19> QDEPTH_MAX = 0xffff;
-// Decay-table buckets above this all share the last key (a miss: the average is reset).
-const bit<16> IDLE_BUCKET_MAX = 0xffff;
-// Entries of the idle_decay table, all ports together (up to 1024 per port).
-#define IDLE_DECAY_ENTRIES 65536
+// Lookup-table buckets above this all share the last key (a miss).
+const bit<16> BUCKET_MAX = 0xffff;
+// Entries of each per-port lookup table, all ports together (up to 1024 per port).
+#define LOOKUP_ENTRIES 65536
 
 #endif

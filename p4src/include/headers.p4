@@ -2,6 +2,15 @@
 #define P4AQM_HEADERS_P4
 
 #include "defines.p4"
+#include "aqm_types.p4"
+// The algorithms: parameters, aqm_config action(s) and control of each.
+#include "aqm/droptail.p4"
+#include "aqm/red.p4"
+#include "aqm/mecn.p4"
+#include "aqm/newque.p4"
+#include "aqm/blue.p4"
+#include "aqm/pi.p4"
+#include "aqm/rem.p4"
 
 // Telemetry record: one per exported packet, delivered to the controller as a PacketIn
 // whose metadata are these fields (the payload is truncated away).
@@ -15,11 +24,17 @@ header telemetry_t {
     bit<32> deq_timedelta;   // USEC, sojourn in the queue
     bit<48> egress_ts;       // USEC48, start of egress (the departure time)
     bit<32> qdepth;          // PKTS, queue the packet found on arrival
-    bit<32> avg;             // QPKT, average after this packet's update
-    bit<32> prob;            // FRAC32, base marking probability pb in force
-    bit<32> count;           // PKTS, unmarked packets since the last mark, before this one
+    bit<32> deq_qdepth;      // PKTS, queue the packet left behind
+    bit<32> arr_seq;         // packets ingress handed to the port's queue, this one included
+    bit<32> avg;             // QPKT, RED family: average after this packet's update
+    bit<32> prob;            // FRAC32, marking probability in force
+    bit<32> count;           // PKTS, RED family: unmarked packets since the last mark
     bit<32> rnd;             // FRAC32, random draw used for this packet
+    bit<32> state0;          // algorithm state, see control_plane/algorithms/
+    bit<32> state1;
     bit<16> ip_id;           // IPv4 identification (0 if not IPv4), to match records to packets
+    bit<8>  algorithm;       // ALGO_*
+    bit<8>  event;           // EVENT_*
     bit<8>  region;          // REGION_*
     bit<8>  outcome;         // OUTCOME_*
     bit<8>  ecn_in;          // codepoint on arrival (Not-ECT for non-IPv4)
@@ -88,52 +103,20 @@ struct checksum_meta_t {
     bit<16> word_ttl;   // ttl, protocol as received
 }
 
-// Per-port AQM parameters loaded by the aqm_config table (formats in defines.p4).
-// Every algorithm is expressed as a two-region marker:
-//   region A [t0, t1): pb = slope_a * (avg - t0), marks at level_a
-//   region B [t1, t2): pb = base_b + slope_b * (avg - t1), marks at level_b
-//   avg >= t2: forced (drop, or mark at level_b in ECNM)
+// Per-port AQM parameters loaded by the aqm_config table: what every algorithm has, and
+// each algorithm's own (one member per algorithm file under aqm/).
 struct aqm_params_t {
-    bit<1>  enabled;
-    bit<2>  ecn_mode;
-    bit<32> limit;        // PKTS, drop when the arriving packet finds this many queued
-    frac32_t wq;
-    bit<8>  idle_shift;   // decay-table bucket = idle time (USEC) >> idle_shift
-    qpkt_t  t0;
-    qpkt_t  t1;
-    qpkt_t  t2;
-    slope_t slope_a;
-    frac32_t base_b;
-    slope_t slope_b;
-    bit<2>  level_a;
-    bit<2>  level_b;
-}
-
-// What the AQM computed for one packet: the working values of the egress controls, and the
-// record a telemetry clone carries (every field is preserved in the clone).
-struct aqm_record_t {
-    @field_list(FL_TELEMETRY) bit<16> port;
-    @field_list(FL_TELEMETRY) bit<16> epoch;
-    @field_list(FL_TELEMETRY) bit<32> pkt_seq;
-    @field_list(FL_TELEMETRY) bit<32> tele_seq;
-    @field_list(FL_TELEMETRY) bit<32> enq_ts;
-    @field_list(FL_TELEMETRY) bit<32> deq_timedelta;
-    @field_list(FL_TELEMETRY) bit<48> egress_ts;
-    @field_list(FL_TELEMETRY) bit<32> qdepth;
-    @field_list(FL_TELEMETRY) bit<32> avg;
-    @field_list(FL_TELEMETRY) bit<32> prob;
-    @field_list(FL_TELEMETRY) bit<32> count;
-    @field_list(FL_TELEMETRY) bit<32> rnd;
-    @field_list(FL_TELEMETRY) bit<16> ip_id;
-    @field_list(FL_TELEMETRY) bit<8>  region;
-    @field_list(FL_TELEMETRY) bit<8>  outcome;
-    @field_list(FL_TELEMETRY) bit<8>  ecn_in;
-    @field_list(FL_TELEMETRY) bit<8>  ecn_out;
-    @field_list(FL_TELEMETRY) bit<32> pkt_len;
+    aqm_common_t    common;
+    red_params_t    red;
+    newque_params_t newque;
+    blue_params_t   blue;
+    pi_params_t     pi;
+    rem_params_t    rem;
 }
 
 struct local_metadata_t {
     bit<1>          l3_parsed;  // the parser got through the IPv4 header and its options
+    bit<32>         arr_seq;    // ingress: packets handed to the egress port's queue so far
     checksum_meta_t csum;
     aqm_params_t    aqm;
     aqm_record_t    rec;

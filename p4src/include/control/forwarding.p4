@@ -14,6 +14,10 @@ control Forwarding(inout headers_t hdr,
     // Packets the ingress handed to each egress queue. Compared with the egress "seen"
     // counter it reveals BMv2's silent tail drops at a full queue.
     counter(PORT_SLOTS, CounterType.packets_and_bytes) enqueued;
+    // The same count as a number each packet carries to egress (meta.arr_seq): a gap
+    // between two consecutive packets of a port is BMv2's tail drops between them, and the
+    // difference over an interval is the arrivals in it (BLUE, REM).
+    register<bit<32>>(PORT_SLOTS) arrivals;
 
     action drop(bit<32> reason) {
         mark_to_drop(std_meta);
@@ -66,7 +70,11 @@ control Forwarding(inout headers_t hdr,
             l2_exact.apply();
         }
         if (std_meta.egress_spec != DROP_PORT) {
-            enqueued.count((bit<32>)std_meta.egress_spec);
+            bit<32> port = (bit<32>)std_meta.egress_spec;
+            enqueued.count(port);
+            arrivals.read(meta.arr_seq, port);
+            meta.arr_seq = meta.arr_seq + 1;
+            arrivals.write(port, meta.arr_seq);
         }
     }
 }

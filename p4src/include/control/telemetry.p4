@@ -62,11 +62,17 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.telemetry.deq_timedelta = rec.deq_timedelta;
         hdr.telemetry.egress_ts = rec.egress_ts;
         hdr.telemetry.qdepth = rec.qdepth;
+        hdr.telemetry.deq_qdepth = rec.deq_qdepth;
+        hdr.telemetry.arr_seq = rec.arr_seq;
         hdr.telemetry.avg = rec.avg;
         hdr.telemetry.prob = rec.prob;
         hdr.telemetry.count = rec.count;
         hdr.telemetry.rnd = rec.rnd;
+        hdr.telemetry.state0 = rec.state0;
+        hdr.telemetry.state1 = rec.state1;
         hdr.telemetry.ip_id = rec.ip_id;
+        hdr.telemetry.algorithm = rec.algorithm;
+        hdr.telemetry.event = rec.event;
         hdr.telemetry.region = rec.region;
         hdr.telemetry.outcome = rec.outcome;
         hdr.telemetry.ecn_in = rec.ecn_in;

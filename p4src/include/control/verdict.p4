@@ -3,22 +3,20 @@
 
 #include "../headers.p4"
 
-// Carries out the marker's decision on the packet and counts every outcome per port.
+// Carries out the algorithm's decision on the packet and counts every outcome per port.
 // ECN rules (RFC 3168; SPEC for MECN): Not-ECT is never marked, it is dropped where an
 // ECN-capable packet would be marked; CE never changes; a mark never lowers the level
 // already in the packet (ECT(0) < ECT(1) < CE).
 // Drop counters are exclusive: prob_drops + forced_drops + overflow_drops is every drop;
 // notect_drops counts the subset that were Not-ECT packets an ECN mode would have marked.
 control Verdict(in port_t port,
-                in aqm_params_t p,
-                in bit<8> region,
+                in aqm_common_t c,
                 in bool fire,
+                in bit<2> level,
                 in bit<19> qdepth,
                 inout headers_t hdr,
                 inout standard_metadata_t std_meta,
-                out bit<8> outcome,
-                out bit<8> ecn_in,
-                out bit<8> ecn_out) {
+                inout aqm_record_t rec) {
 
     counter(PORT_SLOTS, CounterType.packets_and_bytes) seen;
     counter(PORT_SLOTS, CounterType.packets) prob_drops;
@@ -36,12 +34,12 @@ control Verdict(in port_t port,
         if (hdr.ipv4.isValid()) {
             ecn = hdr.ipv4.ecn;
         }
-        ecn_in = (bit<8>)ecn;
+        rec.ecn_in = (bit<8>)ecn;
 
-        bool forced = region == REGION_FORCED;
-        bool ecn_marks = p.ecn_mode == ECN_MODE_MARK_ALWAYS
-                         || (p.ecn_mode == ECN_MODE_MARK && !forced);
-        outcome = OUTCOME_PASS;
+        bool forced = rec.region == REGION_FORCED;
+        bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
+                         || (c.ecn_mode == ECN_MODE_MARK && !forced);
+        bit<8> outcome = OUTCOME_PASS;
         if (fire || forced) {
             if (ecn_marks && ecn != ECN_NOT_ECT) {
                 outcome = OUTCOME_MARK;
@@ -51,16 +49,12 @@ control Verdict(in port_t port,
                 outcome = OUTCOME_PROB_DROP;
             }
         }
-        if (p.enabled == 1 && (outcome == OUTCOME_PASS || outcome == OUTCOME_MARK)
-                && (bit<32>)qdepth >= p.limit) {
+        if (c.algorithm != ALGO_NONE && (outcome == OUTCOME_PASS || outcome == OUTCOME_MARK)
+                && (bit<32>)qdepth >= c.limit) {
             outcome = OUTCOME_OVERFLOW_DROP;
         }
 
         if (outcome == OUTCOME_MARK) {
-            bit<2> level = p.level_b;
-            if (region == REGION_A) {
-                level = p.level_a;
-            }
             if (level == ECN_CE) {
                 hdr.ipv4.ecn = ECN_CE;
                 marks_ce.count(index);
@@ -83,10 +77,11 @@ control Verdict(in port_t port,
                 notect_drops.count(index);
             }
         }
+        rec.outcome = outcome;
 
-        ecn_out = ecn_in;
+        rec.ecn_out = rec.ecn_in;
         if (hdr.ipv4.isValid()) {
-            ecn_out = (bit<8>)hdr.ipv4.ecn;
+            rec.ecn_out = (bit<8>)hdr.ipv4.ecn;
         }
     }
 }

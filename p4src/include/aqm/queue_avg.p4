@@ -1,10 +1,11 @@
 #ifndef P4AQM_QUEUE_AVG_P4
 #define P4AQM_QUEUE_AVG_P4
 
-#include "../headers.p4"
+#include "../lib.p4"
 
-// RED's average queue, per port. Egress sees a port's packets in arrival order (one FIFO
-// per port), so the update uses the depth each packet found on arrival, as RED does.
+// RED's average queue, per port (the RED family and AECN). Egress sees a port's packets in
+// arrival order (one FIFO per port), so the update uses the depth each packet found on
+// arrival, as RED does.
 //   busy arrival:  avg += wq * (q - avg)            (rounded toward the old avg)
 //   idle arrival:  avg *= (1 - wq)^m, m = idle time / packet time
 // The register keeps QAVG (packets * 2^32) so that a small wq still moves it; the rest of
@@ -15,7 +16,8 @@
 // linearly. An idle time past the last bucket misses and resets the average to 0.
 control QueueAverage(in port_t port,
                      in bit<1> fresh,
-                     in aqm_params_t p,
+                     in frac32_t wq,
+                     in bit<8> idle_shift,
                      in standard_metadata_t std_meta,
                      out qpkt_t avg_qpkt) {
 
@@ -44,7 +46,7 @@ control QueueAverage(in port_t port,
         }
         actions = { decay; @defaultonly decay_to_zero; }
         const default_action = decay_to_zero();
-        size = IDLE_DECAY_ENTRIES;
+        size = LOOKUP_ENTRIES;
     }
 
     apply {
@@ -58,19 +60,11 @@ control QueueAverage(in port_t port,
         }
         bit<48> now = std_meta.egress_global_timestamp;
         if (std_meta.enq_qdepth == 0) {
-            bit<48> idle = now - (bit<48>)std_meta.deq_timedelta - last_departure;
-            // The previous departure can be stamped a little after this arrival.
-            if (idle > 0x7fffffffffff) {
-                idle = 0;
-            }
-            bit<48> b = idle >> p.idle_shift;
-            if (b > (bit<48>)IDLE_BUCKET_MAX) {
-                b = (bit<48>)IDLE_BUCKET_MAX;
-            }
-            bucket = (bit<16>)b;
+            bit<48> idle = elapsed_since(last_departure, now - (bit<48>)std_meta.deq_timedelta);
+            bucket = bucket_of(idle, idle_shift);
             idle_decay.apply();
-            bit<64> offset = (bit<64>)(idle & ((48w1 << p.idle_shift) - 1));
-            frac32_t factor = start - (frac32_t)(((bit<64>)drop * offset) >> p.idle_shift);
+            frac32_t factor = interpolate(start, drop, idle & ((48w1 << idle_shift) - 1),
+                                          idle_shift);
             avg = (qavg_t)(((bit<96>)avg * (bit<96>)factor) >> 32);
         } else {
             bit<19> depth = std_meta.enq_qdepth;
@@ -79,9 +73,9 @@ control QueueAverage(in port_t port,
             }
             qavg_t q = ((qavg_t)depth) << 32;
             if (q >= avg) {
-                avg = avg + (qavg_t)(((bit<96>)(q - avg) * (bit<96>)p.wq) >> 32);
+                avg = avg + (qavg_t)(((bit<96>)(q - avg) * (bit<96>)wq) >> 32);
             } else {
-                avg = avg - (qavg_t)(((bit<96>)(avg - q) * (bit<96>)p.wq) >> 32);
+                avg = avg - (qavg_t)(((bit<96>)(avg - q) * (bit<96>)wq) >> 32);
             }
         }
         avg_reg.write((bit<32>)port, avg);

@@ -1,7 +1,20 @@
 #ifndef P4AQM_MARKER_P4
 #define P4AQM_MARKER_P4
 
-#include "../headers.p4"
+#include "../lib.p4"
+
+// A two-region ramp of the marking probability over the average queue (RED family):
+//   region A [t0, t1): pb = slope_a * (avg - t0)
+//   region B [t1, t2): pb = base_b + slope_b * (avg - t1)
+//   avg >= t2: forced
+struct ramp_t {
+    qpkt_t   t0;
+    qpkt_t   t1;
+    qpkt_t   t2;
+    slope_t  slope_a;
+    frac32_t base_b;
+    slope_t  slope_b;
+}
 
 // Decides whether a packet is marked (or dropped: verdict.p4 decides which).
 // In regions A and B the base probability pb grows linearly with avg, and the packet fires
@@ -10,7 +23,7 @@
 //   fire  <=>  count * pb >= 1  or  rnd * (1 - count * pb) < pb     (all FRAC32)
 control Marker(in port_t port,
                in bit<1> fresh,
-               in aqm_params_t p,
+               in ramp_t r,
                in qpkt_t avg,
                in frac32_t rnd,
                out bit<8> region,
@@ -29,14 +42,14 @@ control Marker(in port_t port,
         count_before = count;
 
         bit<64> pb = 0;
-        if (avg < p.t0) {
+        if (avg < r.t0) {
             region = REGION_NONE;
-        } else if (avg < p.t1) {
+        } else if (avg < r.t1) {
             region = REGION_A;
-            pb = ((bit<64>)p.slope_a * (bit<64>)(avg - p.t0)) >> 16;
-        } else if (avg < p.t2) {
+            pb = ((bit<64>)r.slope_a * (bit<64>)(avg - r.t0)) >> 16;
+        } else if (avg < r.t2) {
             region = REGION_B;
-            pb = (bit<64>)p.base_b + (((bit<64>)p.slope_b * (bit<64>)(avg - p.t1)) >> 16);
+            pb = (bit<64>)r.base_b + (((bit<64>)r.slope_b * (bit<64>)(avg - r.t1)) >> 16);
         } else {
             region = REGION_FORCED;
             pb = (bit<64>)FRAC32_ONE;

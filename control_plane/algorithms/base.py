@@ -1,0 +1,223 @@
+"""What every algorithm module builds on: the configuration base class, its encoding into
+one aqm_config action (plus lookup tables), and the golden model's per-packet interface.
+
+An algorithm module (one per file in this package, named like its P4 file under
+p4src/include/aqm/) holds:
+  - a frozen dataclass of the paper's parameters in physical units, whose encode()
+    validates every value and returns the exact integers the switch is given;
+  - a model class, built from those integers, whose step() mirrors the P4 control
+    operation by operation and returns the Decision the control writes;
+  - describe(), the live state a telemetry record shows, in physical units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+from control_plane import fixedpoint as fp
+from control_plane.dataplane import Ecn, EcnMode, Event, Region
+from control_plane.lookup import TableRows
+
+# BMv2's default queue depth.
+DEFAULT_LIMIT = 64
+U32 = fp.U32_MAX
+U48 = (1 << 48) - 1
+
+
+class ConfigError(ValueError):
+    """A configuration that must not reach the switch; the message says which value and why."""
+
+
+@dataclass(frozen=True)
+class TableAction:
+    """One table action with its parameters as data-plane integers."""
+
+    name: str
+    params: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Link:
+    """What an encoding needs of the port: its service rate (set_queue_rate), packets/s."""
+
+    pps: float
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """An algorithm as the switch runs it: the aqm_config action, the lookup tables it
+    reads, and (for the verdict) its ECN mode and hard limit."""
+
+    action: TableAction
+    ecn_mode: EcnMode
+    limit: int
+    tables: tuple[TableRows, ...] = ()
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """What BMv2 hands egress for one packet (a packet without IPv4 counts as Not-ECT)."""
+
+    qdepth: int
+    enq_ts: int           # USEC
+    deq_timedelta: int    # USEC
+    ecn: Ecn
+    length: int
+    ip_id: int = 0
+    egress_ts: int | None = None   # USEC48; None: enq_ts + deq_timedelta (hand-made input)
+    deq_qdepth: int = 0            # PKTS the packet left behind
+    arr_seq: int = 0               # ingress's arrival number for the port
+
+    @property
+    def departure(self) -> int:
+        if self.egress_ts is not None:
+            return self.egress_ts
+        return self.enq_ts + self.deq_timedelta
+
+    @property
+    def arrival(self) -> int:
+        """USEC48 arrival time as the algorithms compute it (departure - sojourn)."""
+        return (self.departure - self.deq_timedelta) & U48
+
+    @classmethod
+    def from_record(cls, rec) -> "Arrival":
+        """The inputs a telemetry record reports, to replay it through the model."""
+        return cls(qdepth=rec.qdepth, enq_ts=rec.enq_ts, deq_timedelta=rec.deq_timedelta,
+                   ecn=Ecn(rec.ecn_in), length=rec.pkt_len, ip_id=rec.ip_id,
+                   egress_ts=rec.egress_ts, deq_qdepth=rec.deq_qdepth, arr_seq=rec.arr_seq)
+
+
+@dataclass
+class Decision:
+    """What an algorithm's control writes into the record, and what the verdict acts on."""
+
+    fire: bool = False
+    level: Ecn = Ecn.CE           # the codepoint a mark sets
+    region: Region = Region.NONE
+    prob: int = 0                 # FRAC32
+    avg: int = 0
+    count: int = 0
+    event: Event = Event.NONE
+    state0: int = 0
+    state1: int = 0
+
+
+class Model(Protocol):
+    """One port's algorithm state; step() is the P4 control for one packet."""
+
+    def step(self, fresh: bool, pkt: Arrival, rnd: int) -> Decision: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Aqm:
+    """Parameters every algorithm has: the hard limit (packets the arriving packet may find
+    queued; it is dropped at or above it)."""
+
+    action: ClassVar[str]         # the aqm_config action, also the CLI's name
+    algorithm_id: ClassVar[int]   # ALGO_* in the algorithm's P4 file
+    draws: ClassVar[bool] = True  # does the control use the packet's random draw?
+    # Algorithms of one family share parameter meanings (the RED family's thresholds):
+    # a change between them keeps every shared parameter, others keep only these.
+    family: ClassVar[str] = ""
+    generic: ClassVar[tuple[str, ...]] = ("limit", "ecn")
+    limit: int = DEFAULT_LIMIT
+
+    def encode(self, link: Link) -> Encoded:
+        """Validated action and tables; nothing invalid gets past this."""
+        raise NotImplementedError
+
+    @classmethod
+    def model(cls, encoded: Encoded) -> Model:
+        raise NotImplementedError
+
+    @staticmethod
+    def describe(record) -> dict[str, float]:
+        """Live state in physical units, from one telemetry record."""
+        return {"p": fp.from_frac32(record.prob)}
+
+    def _limit(self) -> int:
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
+            raise ConfigError(f"limit must be a whole number of packets >= 1, got {self.limit!r}")
+        return checked(fp.to_pkts, self.limit, "limit")
+
+
+def checked(convert, value, name):
+    """A fixed-point conversion whose error is a ConfigError."""
+    try:
+        return convert(value, name)
+    except fp.FixedPointError as err:
+        raise ConfigError(str(err)) from None
+
+
+def number(value, name: str, low: float, high: float, *, low_open: bool = False,
+           high_open: bool = False) -> float:
+    """A finite real in [low, high] (either end open on request)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and \
+             (value < high if high_open else value <= high)
+    if not ok:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ConfigError(f"{name} must be in {interval}, got {value!r}")
+    return float(value)
+
+
+def flag(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def ecn_mode(ecn: bool) -> EcnMode:
+    return EcnMode.MARK if flag(ecn, "ecn") else EcnMode.DROP
+
+
+def inverse_interval(interval_us: int) -> int:
+    """ceil(2^32 / interval): IntervalClock's reciprocal (lib.p4)."""
+    return -(-(1 << 32) // interval_us)
+
+
+def interval_us(seconds: float, name: str) -> int:
+    """A periodic update's interval, in whole microseconds (at least 1)."""
+    number(seconds, name, 0.0, 3600.0, low_open=True)
+    raw = checked(fp.to_usec, seconds, name)
+    if raw < 1:
+        raise ConfigError(f"{name} must be at least 1 microsecond, got {seconds}")
+    return raw
+
+
+class IntervalClock:
+    """lib.p4's IntervalClock: due at the first packet departing at or after the next
+    boundary; boundaries that passed without a packet are `missed`."""
+
+    def __init__(self, interval: int, inv_interval: int):
+        self.interval, self.inv = interval, inv_interval
+        self.next = 0
+
+    def tick(self, fresh: bool, now: int) -> tuple[bool, int]:
+        if fresh:
+            self.next = (now + self.interval) & U48
+        late = (now - self.next) & U48
+        if late > 0x7FFF_FFFF_FFFF:
+            return False, 0
+        missed = (min(late, U32) * self.inv) >> 32
+        self.next = (self.next + (missed + 1) * self.interval) & U48
+        if ((self.next - now) & U48) > 0x7FFF_FFFF_FFFF:
+            self.next = (now + self.interval) & U48
+        return True, missed
+
+
+def elapsed_since(a: int, b: int) -> int:
+    """lib.p4's elapsed_since(): USEC48 b - a, or 0 if b is before a."""
+    d = (b - a) & U48
+    return 0 if d > 0x7FFF_FFFF_FFFF else d
+
+
+def frac32_add(x: int, step: int) -> int:
+    return min(x + step, fp.FRAC32_ONE)
+
+
+def frac32_sub(x: int, step: int) -> int:
+    return x - step if step < x else 0

@@ -1,0 +1,56 @@
+"""MECN (seed 001; p4src/include/aqm/mecn.p4): RED's control with two codepoints.
+
+Incipient marks (ECT(1)) with p1 = p1max (avg - minth) / (midth - minth) in
+[minth, midth); moderate marks (CE) with p2 = p2max (avg - midth) / (maxth - midth) in
+[midth, maxth); drop at avg >= maxth. Telemetry as for RED (red.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from control_plane import fixedpoint as fp
+from control_plane.algorithms.base import Aqm, ConfigError, Encoded, Link, TableAction, checked, number
+from control_plane.algorithms.red import Ramp, Red, RedModel, common_red, slope
+from control_plane.dataplane import Ecn, EcnMode
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mecn(Aqm):
+    """Thresholds 5/10/15 and wq 0.0027 are seed 001's simulation values; p1max = p2max =
+    0.1 is our default (the seed does not give one)."""
+
+    action: ClassVar[str] = "mecn"
+    algorithm_id: ClassVar[int] = Red.algorithm_id
+    family: ClassVar[str] = Red.family
+    wq: float = 0.0027
+    minth: float = 5.0
+    midth: float = 10.0
+    maxth: float = 15.0
+    p1max: float = 0.1
+    p2max: float = 0.1
+
+    def encode(self, link: Link) -> Encoded:
+        params, decay = common_red(self, self.wq, link)
+        minth = checked(fp.to_qpkt, self.minth, "minth")
+        midth = checked(fp.to_qpkt, self.midth, "midth")
+        maxth = checked(fp.to_qpkt, self.maxth, "maxth")
+        if not minth < midth < maxth:
+            raise ConfigError(f"thresholds must satisfy minth < midth < maxth, got "
+                              f"{self.minth} / {self.midth} / {self.maxth}")
+        number(self.p1max, "p1max", 0.0, 1.0)
+        number(self.p2max, "p2max", 0.0, 1.0)
+        params.update(minth=minth, midth=midth, maxth=maxth,
+                      slope1=slope(self.p1max, self.minth, self.midth, "slope1"),
+                      slope2=slope(self.p2max, self.midth, self.maxth, "slope2"))
+        return Encoded(TableAction(self.action, params), EcnMode.MARK, params["limit"], (decay,))
+
+    @classmethod
+    def model(cls, encoded: Encoded) -> RedModel:
+        p = encoded.action.params
+        ramp = Ramp(t0=p["minth"], t1=p["midth"], t2=p["maxth"], slope_a=p["slope1"],
+                    base_b=0, slope_b=p["slope2"])
+        return RedModel(encoded, ramp, Ecn.ECT1, Ecn.CE)
+
+    describe = Red.describe

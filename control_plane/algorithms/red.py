@@ -1,0 +1,213 @@
+"""The RED family (p4src/include/aqm/red.p4): RED, gentle RED, RED+ECN and ECNM.
+
+All are one ramp of the marking probability over RED's average queue; the action names
+the ECN mode. MECN (mecn.py) runs the same control with two codepoints, so the model and
+the helpers here (average, idle decay, ramp, uniformised firing) serve it too.
+
+Telemetry: avg = average after this packet (QPKT), prob = pb in force (FRAC32), count =
+unmarked packets since the last mark, before this one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from control_plane import fixedpoint as fp
+from control_plane.algorithms.base import (Aqm, Arrival, ConfigError, Decision, Encoded, Link,
+                                           TableAction, U32, U48, checked, elapsed_since, flag,
+                                           number)
+from control_plane.dataplane import Ecn, EcnMode, Region
+from control_plane.lookup import LookupTable, TableRows
+
+# Linux red.h, Floyd 1993 and seed 004 use wq = 0.002.
+DEFAULT_WQ = 0.002
+TWO32 = 1 << 32
+
+
+# ----- configuration -----------------------------------------------------------------------
+
+def idle_decay(wq: float, link: Link) -> TableRows:
+    """(1 - wq)^m, m = idle / packet time (1 / link pps), over idle microseconds.
+
+    The buckets (at most 1024, a power of two wide) reach until the factor rounds to 0;
+    past the last one the average resets to 0. Each bucket spans at most 2 * 33 ln 2 / 1024
+    = 0.045 of log-decay, so the interpolation is within 0.045^2 / 8 = 2.5e-4 (relative) of
+    the exact factor, and exact at idle 0.
+    """
+    if not link.pps > 0:
+        raise ConfigError(f"packet time must be > 0 s, got {1 / link.pps if link.pps else 0}")
+    per_us = -math.log1p(-wq) * link.pps / 1e6
+    horizon = 33 * math.log(2) / per_us
+    lookup = LookupTable.plan([lambda us: fp.to_frac32(math.exp(-per_us * us))], horizon)
+    if lookup.shift > 31:
+        raise ConfigError(f"idle decay for wq={wq} at {link.pps} packets/s spans more than "
+                          "2^31 microseconds per bucket")
+    return TableRows("idle_decay", "decay", ("start_factor", "drop_across"), lookup)
+
+
+def common_red(aqm: "Aqm", wq: float, link: Link) -> tuple[dict[str, int], TableRows]:
+    """limit, wq and the idle-decay table every RED-family action has."""
+    limit = aqm._limit()
+    number(wq, "wq", 0.0, 1.0, low_open=True, high_open=True)
+    raw = checked(fp.to_frac32, wq, "wq")
+    if raw == 0:
+        raise ConfigError(f"wq {wq} is below the data plane's resolution 2^-32")
+    decay = idle_decay(wq, link)
+    return {"limit": limit, "wq": raw, "idle_shift": decay.lookup.shift}, decay
+
+
+def slope(pmax: float, low: float, high: float, name: str) -> int:
+    if pmax / (high - low) >= 1.0:
+        raise ConfigError(f"{name} = {pmax / (high - low):g} per packet must be below 1: widen "
+                          "the thresholds or lower the probability")
+    return checked(fp.to_slope, pmax / (high - low), name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Red(Aqm):
+    """RED (Floyd & Jacobson 1993): drop with pb = maxp (avg - minth) / (maxth - minth).
+
+    gentle: between maxth and 2 maxth the probability rises from maxp to 1 instead of
+    jumping to 1 at maxth.
+    """
+
+    action: ClassVar[str] = "red"
+    algorithm_id: ClassVar[int] = 2
+    family: ClassVar[str] = "red"
+    marking: ClassVar[EcnMode] = EcnMode.DROP
+    wq: float = DEFAULT_WQ
+    minth: float = 5.0
+    maxth: float = 15.0
+    maxp: float = 0.1
+    gentle: bool = False
+
+    def encode(self, link: Link) -> Encoded:
+        params, decay = common_red(self, self.wq, link)
+        minth = checked(fp.to_qpkt, self.minth, "minth")
+        maxth = checked(fp.to_qpkt, self.maxth, "maxth")
+        if minth >= maxth:
+            raise ConfigError(f"minth ({self.minth}) must be below maxth ({self.maxth})")
+        number(self.maxp, "maxp", 0.0, 1.0, low_open=True)
+        flag(self.gentle, "gentle")
+        hardth, gentle_slope = maxth, 0
+        if self.gentle:
+            hardth = checked(fp.to_qpkt, 2 * self.maxth, "2 * maxth (gentle)")
+            gentle_slope = slope(1.0 - self.maxp, 0.0, self.maxth, "gentle slope (1 - maxp) / maxth")
+        params.update(minth=minth, maxth=maxth, hardth=hardth,
+                      slope=slope(self.maxp, self.minth, self.maxth, "maxp / (maxth - minth)"),
+                      maxp=checked(fp.to_frac32, self.maxp, "maxp"), gentle_slope=gentle_slope)
+        return Encoded(TableAction(self.action, params), self.marking, params["limit"], (decay,))
+
+    @classmethod
+    def model(cls, encoded: Encoded) -> "RedModel":
+        p = encoded.action.params
+        ramp = Ramp(t0=p["minth"], t1=p["maxth"], t2=p["hardth"], slope_a=p["slope"],
+                    base_b=p["maxp"], slope_b=p["gentle_slope"])
+        return RedModel(encoded, ramp, Ecn.CE, Ecn.CE)
+
+    @staticmethod
+    def describe(record) -> dict[str, float]:
+        return {"avg": fp.from_qpkt(record.avg), "p": fp.from_frac32(record.prob)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RedEcn(Red):
+    """RED with ECN (RFC 3168): ECT packets are marked CE where RED would drop them;
+    Not-ECT packets are dropped; above maxth (2 maxth if gentle) everything is dropped."""
+
+    action: ClassVar[str] = "red_ecn"
+    marking: ClassVar[EcnMode] = EcnMode.MARK
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ecnm(Red):
+    """ECNM (seed 002): like RedEcn, but ECT packets are marked above maxth too; drops
+    happen only to Not-ECT packets and at the hard limit."""
+
+    action: ClassVar[str] = "ecnm"
+    marking: ClassVar[EcnMode] = EcnMode.MARK_ALWAYS
+
+
+# ----- golden model ------------------------------------------------------------------------
+
+def ewma(avg: int, qdepth: int, wq: int) -> int:
+    """queue_avg.p4, busy arrival: avg += wq (q - avg), rounded toward the old avg (QAVG)."""
+    q = min(qdepth, fp.QDEPTH_MAX) << fp.QAVG_SHIFT
+    if q >= avg:
+        return avg + (((q - avg) * wq) >> 32)
+    return avg - (((avg - q) * wq) >> 32)
+
+
+def decay(avg: int, idle_us: int, table: LookupTable) -> int:
+    """queue_avg.p4, idle arrival: avg * (1 - wq)^m from the idle_decay table (QAVG)."""
+    return (avg * table.value(idle_us)) >> 32
+
+
+def fires(count: int, pb: int, rnd: int) -> bool:
+    """marker.p4: true with probability pb / (1 - count pb) (FRAC32 pb and rnd)."""
+    spent = count * pb
+    return spent >= TWO32 or rnd * (TWO32 - spent) < (pb << 32)
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """marker.p4's ramp_t: region A [t0, t1), region B [t1, t2), forced above."""
+
+    t0: int
+    t1: int
+    t2: int
+    slope_a: int
+    base_b: int
+    slope_b: int
+
+    def probability(self, avg: int) -> tuple[Region, int]:
+        """The region of avg and the base probability pb there (FRAC32)."""
+        if avg < self.t0:
+            return Region.NONE, 0
+        if avg < self.t1:
+            return Region.A, min((self.slope_a * (avg - self.t0)) >> 16, fp.FRAC32_ONE)
+        if avg < self.t2:
+            pb = self.base_b + ((self.slope_b * (avg - self.t1)) >> 16)
+            return Region.B, min(pb, fp.FRAC32_ONE)
+        return Region.FORCED, fp.FRAC32_ONE
+
+
+class RedModel:
+    """red.p4: QueueAverage, then Marker; the level by region."""
+
+    def __init__(self, encoded: Encoded, ramp: Ramp, level_a: Ecn, level_b: Ecn):
+        p = encoded.action.params
+        self.ramp, self.level_a, self.level_b = ramp, level_a, level_b
+        self.wq = p["wq"]
+        self.decay = encoded.tables[0].lookup
+        self.avg = 0
+        self.last_departure = 0
+        self.count = 0
+
+    def step(self, fresh: bool, pkt: Arrival, rnd: int) -> Decision:
+        avg = self._average(fresh, pkt)
+        count = 0 if fresh else self.count
+        region, pb = self.ramp.probability(avg)
+        fire = False
+        if region in (Region.A, Region.B):
+            fire = fires(count, pb, rnd)
+            self.count = 0 if fire else min(count + 1, U32)
+        else:
+            self.count = 0
+        return Decision(fire=fire, level=self.level_a if region == Region.A else self.level_b,
+                        region=region, prob=pb, avg=avg, count=count)
+
+    def _average(self, fresh: bool, pkt: Arrival) -> int:
+        """queue_avg.p4; keeps QAVG, returns QPKT."""
+        if fresh:
+            self.avg = 0
+            self.last_departure = 0
+        if pkt.qdepth == 0:
+            self.avg = decay(self.avg, elapsed_since(self.last_departure, pkt.arrival),
+                             self.decay)
+        else:
+            self.avg = ewma(self.avg, pkt.qdepth, self.wq)
+        self.last_departure = pkt.departure & U48
+        return fp.qavg_to_qpkt(self.avg)

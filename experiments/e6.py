@@ -1,0 +1,215 @@
+"""E6 (seed 003, Santhi & Natarajan): NEWQUE against RED, BLUE, PI and REM, at the
+paper's own link rate, delay, packet size, buffer, flow counts and duration.
+
+The paper's dumbbell: ECN-capable Reno/FTP senders over 100 Mb/s, 1 ms access links to
+a 10 Mb/s, 100 ms bottleneck, 1040-byte packets (1 202 packets/s), a 300-packet buffer,
+100 s per run; 50 to 300 flows at buffer 300 (Figs. 3, 4, 6, 8) and buffers of 150 to
+400 at 200 flows (Figs. 5, 7, 9); and a parking lot with 300 long flows and 50 cross
+flows per link (Figs. 11-16, queue 3 = our middle link).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from analysis import plots
+from control_plane.aqm import Aqm, Blue, Newque, Pi, RedEcn, Rem
+from experiments.spec import Flow, RunSpec
+from topologies.dumbbell import DumbbellSpec
+from topologies.nodes import Access, Bottleneck
+from topologies.parking_lot import ParkingLotSpec
+
+PACKET_BYTES = 1040
+ACCESS = Access(100, 0.001)
+DURATION, MEASURE_FROM = 100.0, 10.0
+# Flows are iperf3 streams spread over this many sender/receiver pairs (one iperf3 each).
+PAIRS = 6
+FLOWS = (50, 100, 150, 200, 250, 300)
+BUFFERS = (150, 200, 250, 300, 350, 400)
+# `make e6` runs this subset; `--full` runs the paper's whole sweep and the parking lot.
+SUBSET_FLOWS = (50, 150, 300)
+BUFFER, SWEEP_FLOWS = 300, 200
+ALGORITHMS = ("newque", "red", "blue", "pi", "rem")
+
+SCALING = ("the paper's own scale: 10 Mb/s bottleneck with 100 ms, 1040-byte packets "
+           "(1 202 packets/s, the hosts' MTU), 100 Mb/s 1 ms access, ECN Reno in Linux "
+           f"(iperf3 streams over {PAIRS} sender/receiver pairs), 100 s per run measured "
+           "from 10 s (connection start-up left out); every AQM in ECN mode with its "
+           "paper's defaults (RED min 20 % / max 80 % of the buffer, maxp 0.1, wq 0.002: "
+           "the seed gives no maxp or wq); BMv2's queue is the buffer, so overflow is "
+           "BMv2's tail drop, counted from ingress's arrival numbers. `make e6` runs 50, "
+           "150 and 300 flows at buffer 300; `--full` adds 100, 200, 250 flows, buffers "
+           "150-400 at 200 flows and the parking lot (3 links of 10 Mb/s, 33 ms each, "
+           "300 long + 50 cross flows per link; its link delays are our choice)")
+
+CLAIMS = [
+    "NEWQUE has the smallest average queue (Fig. 3)",
+    "NEWQUE has the lowest average queueing delay, at every flow count and buffer size "
+    "(Figs. 4-5)",
+    "NEWQUE's loss is below 0.5 % and the lowest of the five (Figs. 6-7)",
+    "NEWQUE's utilisation is above 99 % beyond 150 flows and at every buffer size "
+    "(Figs. 8-9)",
+]
+
+
+def bottleneck(buffer: int) -> Bottleneck:
+    return Bottleneck(mbps=10, delay=0.100, buffer=buffer, packet_bytes=PACKET_BYTES)
+
+
+def aqm(name: str, buffer: int) -> Aqm:
+    """Each algorithm with the paper's parameters for this buffer size (ECN mode)."""
+    return {"newque": Newque(limit=buffer),
+            "red": RedEcn(minth=0.2 * buffer, maxth=0.8 * buffer, maxp=0.1, wq=0.002,
+                          limit=buffer),
+            "blue": Blue(limit=buffer),
+            "pi": Pi(limit=buffer),
+            "rem": Rem(limit=buffer)}[name]
+
+
+def spread(flows: int, pairs: int, first: int = 0, offset: int = 0) -> tuple[Flow, ...]:
+    """`flows` long-lived streams over `pairs` iperf3 processes, starts staggered by 0.2 s
+    (the paper says nothing of start times; all at once would synchronise them)."""
+    per, extra = divmod(flows, pairs)
+    return tuple(Flow(first + k, first + k, start=0.2 * (offset + k),
+                      streams=per + (1 if k < extra else 0)) for k in range(pairs)
+                 if per + (1 if k < extra else 0))
+
+
+def dumbbell_run(name: str, flows: int, buffer: int) -> RunSpec:
+    topology = DumbbellSpec(senders=(ACCESS,) * PAIRS, receivers=(ACCESS,) * PAIRS,
+                            bottleneck=bottleneck(buffer), ecn=True)
+    return RunSpec("e6", f"{name}-{flows}f-{buffer}b", topology, aqm(name, buffer),
+                   duration=DURATION, flows=spread(flows, PAIRS), measure_from=MEASURE_FROM)
+
+
+def parking_run(name: str) -> RunSpec:
+    link = Bottleneck(mbps=10, delay=0.033, buffer=BUFFER, packet_bytes=PACKET_BYTES)
+    topology = ParkingLotSpec(links=(link,) * 3, long_senders=(ACCESS,) * PAIRS,
+                              cross_access=ACCESS, receiver_access=ACCESS, ecn=True)
+    flows = spread(300, PAIRS) + tuple(
+        Flow(PAIRS + k, PAIRS + k, start=0.2 * (PAIRS + k), streams=50, group=f"cross{k + 1}")
+        for k in range(3))
+    return RunSpec("e6", f"{name}-parking", topology, aqm(name, BUFFER), duration=DURATION,
+                   flows=flows, measure_from=MEASURE_FROM)
+
+
+def plan(opts) -> list[RunSpec]:
+    flows = FLOWS if opts.full else SUBSET_FLOWS
+    points = [(n, BUFFER) for n in flows]
+    if opts.full:
+        points += [(SWEEP_FLOWS, b) for b in BUFFERS if (SWEEP_FLOWS, b) not in points]
+    runs = [dumbbell_run(name, n, b) for n, b in points for name in ALGORITHMS]
+    if opts.full:
+        runs += [parking_run(name) for name in ALGORITHMS]
+    return runs
+
+
+# ----- report ----------------------------------------------------------------------------
+
+def _point(label: str) -> tuple[str, int | None, int | None]:
+    """(algorithm, flows, buffer) of a run label; flows and buffer None for the parking lot."""
+    name, *rest = label.split("-")
+    if rest == ["parking"]:
+        return name, None, None
+    return name, int(rest[0][:-1]), int(rest[1][:-1])
+
+
+def _value(m: dict, key: str) -> float:
+    value = m.get(key, math.nan)
+    return 100 * value if key == "utilisation" and not math.isnan(value) else value
+
+
+METRICS = {  # key in metrics.json -> (axis label, table column)
+    "queue": ("average queue (packets)", "avg queue"),
+    "queueing_delay_ms": ("average queueing delay (ms)", "delay ms"),
+    "loss_percent": ("packet loss (%)", "loss %"),
+    "utilisation": ("link utilisation (%)", "utilisation %"),
+}
+
+
+def _fmt(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"
+
+
+def report(runs, out: Path):
+    rows = []
+    for label, _, m in runs:
+        name, flows, buffer = _point(label)
+        row = {"run": label, "algorithm": name, "flows": flows or "300+3x50",
+               "buffer": buffer or BUFFER}
+        source = m.get("links", {}).get("s2", m)      # the parking lot: queue 3 (middle)
+        row.update({column: _fmt(_value(source, key)) for key, (_, column) in METRICS.items()})
+        row["marks"] = source.get("marks", "-")
+        row["BMv2 tail drops"] = source.get("tail_drops_bmv2", "-")
+        rows.append(row)
+    figures = []
+    sweeps = (("flows", lambda f, b: b == BUFFER, 1, "number of TCP flows", "flows"),
+              ("buffer", lambda f, b: f == SWEEP_FLOWS, 2, "buffer (packets)", "buffer"))
+    numbers = {(figure, key): n for n, (figure, key) in enumerate(
+        [("flows", "queue"), ("flows", "queueing_delay_ms"), ("buffer", "queueing_delay_ms"),
+         ("flows", "loss_percent"), ("buffer", "loss_percent"), ("flows", "utilisation"),
+         ("buffer", "utilisation")], start=3)}
+    for sweep, keep, axis, x_label, tag in sweeps:
+        for key, (y_label, _) in METRICS.items():
+            curves = {}
+            for label, _, m in runs:
+                point = _point(label)
+                if point[1] is None or not keep(point[1], point[2]):
+                    continue
+                xs, ys = curves.setdefault(point[0].upper(), ([], []))
+                xs.append(point[axis])
+                ys.append(_value(m, key))
+            if sum(len(xs) > 1 for xs, _ in curves.values()) and (sweep, key) in numbers:
+                figures.append(plots.lines(
+                    x_label, curves, y_label, out / f"e6-{key}-vs-{tag}.png",
+                    f"E6: {y_label} vs {x_label} (seed 003 Fig. {numbers[sweep, key]})"))
+    parking = [(label, m) for label, _, m in runs if _point(label)[1] is None]
+    if parking:
+        figures.append(plots.bars(
+            [label.split("-")[0].upper() for label, _ in parking],
+            {METRICS[key][0]: [_value(m.get("links", {}).get("s2", {}), key) for _, m in parking]
+             for key in METRICS}, out / "e6-parking-queue3.png",
+            "E6 parking lot, middle link (seed 003 Figs. 11-16)"))
+    return rows, figures
+
+
+def verdicts(runs) -> list[dict]:
+    """Each claim beside what the runs show: holds when NEWQUE does what the paper says
+    at every point measured, differs otherwise (naming where)."""
+    by_point: dict[tuple[int, int], dict[str, dict]] = {}
+    for label, _, m in runs:
+        name, flows, buffer = _point(label)
+        if flows is not None:
+            by_point.setdefault((flows, buffer), {})[name] = m
+    points = sorted(p for p, ms in by_point.items() if "newque" in ms and len(ms) > 1)
+
+    def best(key: str, lowest: bool = True) -> tuple[bool, str]:
+        misses, shown = [], []
+        for point in points:
+            ms = by_point[point]
+            ours = _value(ms["newque"], key)
+            others = {n: _value(m, key) for n, m in ms.items() if n != "newque"}
+            winner = min(others, key=others.get) if lowest else max(others, key=others.get)
+            shown.append(f"{point[0]}f/{point[1]}b: NEWQUE {ours:.2f}, best other "
+                         f"{winner.upper()} {others[winner]:.2f}")
+            if (ours > others[winner]) if lowest else (ours < others[winner]):
+                misses.append(f"{point[0]}f/{point[1]}b")
+        return not misses, "; ".join(shown) + (f" -- not at {', '.join(misses)}" if misses else "")
+
+    def everywhere(key: str, test, where=lambda p: True) -> tuple[bool, str]:
+        chosen = [p for p in points if where(p)]
+        values = {p: _value(by_point[p]["newque"], key) for p in chosen}
+        misses = [f"{p[0]}f/{p[1]}b" for p, v in values.items() if not test(v)]
+        shown = "; ".join(f"{p[0]}f/{p[1]}b: {v:.2f}" for p, v in values.items())
+        return bool(chosen) and not misses, shown + (
+            f" -- not at {', '.join(misses)}" if misses else "")
+
+    results = [best("queue"), best("queueing_delay_ms")]
+    below, low_text = everywhere("loss_percent", lambda v: v < 0.5)
+    lowest, lowest_text = best("loss_percent")
+    results.append((below and lowest, f"below 0.5 %: {low_text}; lowest: {lowest_text}"))
+    results.append(everywhere("utilisation", lambda v: v > 99.0,
+                              lambda p: p[0] > 150 or p[1] != BUFFER))
+    return [{"claim": claim, "ours": text, "verdict": "holds" if ok else "differs"}
+            for claim, (ok, text) in zip(CLAIMS, results)]

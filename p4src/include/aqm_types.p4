@@ -1,0 +1,44 @@
+#ifndef P4AQM_AQM_TYPES_P4
+#define P4AQM_AQM_TYPES_P4
+
+#include "defines.p4"
+
+// What every AQM port has, whatever its algorithm (set by the aqm_config action).
+struct aqm_common_t {
+    bit<8>  algorithm;  // ALGO_*; ALGO_NONE: no AQM on the port
+    bit<2>  ecn_mode;   // ECN_MODE_*
+    bit<32> limit;      // PKTS, drop when the arriving packet finds this many queued
+}
+
+// What the egress computed for one packet: the inputs it saw, the algorithm's working
+// values and the verdict. A telemetry clone preserves every field; the fields whose
+// meaning depends on the algorithm (avg, prob, count, state0, state1) are documented with
+// each algorithm (control_plane/algorithms/).
+struct aqm_record_t {
+    @field_list(FL_TELEMETRY) bit<16> port;
+    @field_list(FL_TELEMETRY) bit<16> epoch;
+    @field_list(FL_TELEMETRY) bit<32> pkt_seq;
+    @field_list(FL_TELEMETRY) bit<32> tele_seq;
+    @field_list(FL_TELEMETRY) bit<32> enq_ts;
+    @field_list(FL_TELEMETRY) bit<32> deq_timedelta;
+    @field_list(FL_TELEMETRY) bit<48> egress_ts;
+    @field_list(FL_TELEMETRY) bit<32> qdepth;
+    @field_list(FL_TELEMETRY) bit<32> deq_qdepth;
+    @field_list(FL_TELEMETRY) bit<32> arr_seq;
+    @field_list(FL_TELEMETRY) bit<32> avg;
+    @field_list(FL_TELEMETRY) bit<32> prob;
+    @field_list(FL_TELEMETRY) bit<32> count;
+    @field_list(FL_TELEMETRY) bit<32> rnd;
+    @field_list(FL_TELEMETRY) bit<32> state0;
+    @field_list(FL_TELEMETRY) bit<32> state1;
+    @field_list(FL_TELEMETRY) bit<16> ip_id;
+    @field_list(FL_TELEMETRY) bit<8>  algorithm;
+    @field_list(FL_TELEMETRY) bit<8>  event;
+    @field_list(FL_TELEMETRY) bit<8>  region;
+    @field_list(FL_TELEMETRY) bit<8>  outcome;
+    @field_list(FL_TELEMETRY) bit<8>  ecn_in;
+    @field_list(FL_TELEMETRY) bit<8>  ecn_out;
+    @field_list(FL_TELEMETRY) bit<32> pkt_len;
+}
+
+#endif
