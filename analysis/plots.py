@@ -17,22 +17,30 @@ from analysis.results import read_csv  # noqa: E402
 
 
 def queue_over_time(runs: Sequence[tuple[str, Path]], out: Path, title: str = "") -> Path:
-    """One panel per run: instantaneous queue and average (packets), Pmax if it moves."""
+    """One panel per run: instantaneous queue and average (packets, if the algorithm keeps
+    one); on the right Pmax if it moves (ARED, AMECN), else the marking probability."""
     fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.3 * len(runs) + 0.6), sharex=True,
                              squeeze=False)
     for ax, (label, folder) in zip(axes[:, 0], runs):
         rows = read_csv(folder / "telemetry.csv")
         t = [r["t"] for r in rows]
         ax.plot(t, [r["qdepth"] for r in rows], lw=0.6, color="0.6", label="queue")
-        ax.plot(t, [r["avg"] for r in rows], lw=1.6, color="C0", label="average")
+        if any(r["avg"] for r in rows):
+            ax.plot(t, [r["avg"] for r in rows], lw=1.6, color="C0", label="average")
         ax.set_ylabel("packets")
         ax.set_title(label, fontsize=9, loc="left")
         pmax = [r["pmax"] for r in rows]
+        prob = [r["prob"] for r in rows]
         if rows and not all(math.isnan(p) for p in pmax) and len(set(pmax)) > 1:
             right = ax.twinx()
             right.plot(t, pmax, color="C3", lw=1.2, label="Pmax")
             right.set_ylabel("Pmax", color="C3")
             right.set_ylim(0, 0.55)
+        elif rows and not any(r["avg"] for r in rows) and len(set(prob)) > 1:
+            right = ax.twinx()
+            right.plot(t, prob, color="C3", lw=1.0, label="p")
+            right.set_ylabel("marking probability", color="C3")
+            right.set_ylim(0, max(prob) * 1.1)
         ax.legend(loc="upper left", fontsize=7)
     axes[-1, 0].set_xlabel("time (s)")
     if title:

@@ -69,7 +69,6 @@ ECN_LEVEL = {Ecn.ECT0: 0, Ecn.ECT1: 1, Ecn.CE: 2}
 
 # Tables (each algorithm's lookup tables are named in its module, control_plane/algorithms/)
 AQM_CONFIG = "aqm_config"
-PORT_EPOCH = "port_epoch"
 TELEMETRY_CONFIG = "telemetry_config"
 IPV4_LPM = "ipv4_lpm"
 L2_EXACT = "l2_exact"

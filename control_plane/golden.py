@@ -70,24 +70,22 @@ class PortModel:
         rnd replaces the PRNG draw (for BMv2's random(), whose draws come from telemetry).
         """
         fresh = self._epoch_step()
-        draw = 0
-        if self.kind.draws:
-            draw = self._draw(fresh) if rnd is None else rnd
+        draw = self._draw(fresh) if rnd is None else rnd
         decision = self.algorithm.step(fresh, pkt, draw)
         outcome, ecn_out = self._verdict(pkt, decision)
         exported, tele_seq = self._export(fresh, pkt)
         record = TelemetryRecord(
             port=self.program.port, epoch=self.epoch, pkt_seq=self._pkt_seq,
             tele_seq=tele_seq, enq_ts=pkt.enq_ts, deq_timedelta=pkt.deq_timedelta,
-            egress_ts=pkt.departure, qdepth=pkt.qdepth, deq_qdepth=pkt.deq_qdepth,
-            arr_seq=pkt.arr_seq, avg=decision.avg, prob=decision.prob, count=decision.count,
-            rnd=draw, state0=decision.state0, state1=decision.state1, ip_id=pkt.ip_id,
-            algorithm=self.kind.algorithm_id, event=decision.event, region=decision.region,
+            egress_ts=pkt.departure, qdepth=pkt.qdepth, deq_qdepth=decision.deq_qdepth,
+            arr_seq=decision.arr_seq, avg=decision.avg, prob=decision.prob,
+            count=decision.count, rnd=draw, state0=decision.state0, state1=decision.state1,
+            ip_id=pkt.ip_id, event=decision.event, region=decision.region,
             outcome=outcome, ecn_in=pkt.ecn, ecn_out=ecn_out, pkt_len=pkt.length)
         return record, exported
 
     def _epoch_step(self) -> bool:
-        """port_epoch.p4"""
+        """port_epoch.p4 (the epoch comes with the aqm_config entry)"""
         fresh = self._epoch_reg != self.epoch
         if fresh:
             self._epoch_reg = self.epoch

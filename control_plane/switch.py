@@ -113,11 +113,9 @@ class AqmSwitch:
             await self._clear_port(config.port)
             old, new_epoch = None, True
         updates = []
-        if old is None or old.aqm != program.aqm:
-            updates.append(self._aqm_update(program, installed=old is not None))
+        if old is None or old.aqm != program.aqm or new_epoch:
+            updates.append(self._aqm_update(program, epoch, installed=old is not None))
         updates += self._table_updates(program, old)
-        if new_epoch:
-            updates.append(self._epoch_update(program, epoch, installed=old is not None))
         updates += self._telemetry_updates(program, old)
         try:
             if updates:
@@ -194,9 +192,13 @@ class AqmSwitch:
             yield TelemetryRecord.from_metadata(packet.metadata)
 
     @staticmethod
-    def _aqm_update(program: PortProgram, installed: bool) -> fy.P4TableEntry:
+    def _aqm_update(program: PortProgram, epoch: int, installed: bool) -> fy.P4TableEntry:
+        """The port's aqm_config entry: the algorithm's parameters, and the epoch and seed
+        every algorithm's action takes."""
         entry = fy.P4TableEntry(dp.AQM_CONFIG, match=fy.Match(port=program.port),
-                                action=fy.Action(program.aqm.name, **program.aqm.params))
+                                action=fy.Action(program.aqm.name, **program.aqm.params,
+                                                 epoch_id=epoch, prng_seed=program.seed,
+                                                 use_bmv2_random=int(program.bmv2_random)))
         return ~entry if installed else +entry
 
     @staticmethod
@@ -218,14 +220,6 @@ class AqmSwitch:
                 entry.action = fy.Action(after[table].action, **new_rows[bucket])
                 updates.append(~entry if bucket < len(old_rows) else +entry)
         return updates
-
-    @staticmethod
-    def _epoch_update(program: PortProgram, epoch: int, installed: bool) -> fy.P4TableEntry:
-        entry = fy.P4TableEntry(dp.PORT_EPOCH, match=fy.Match(port=program.port),
-                                action=fy.Action("set_epoch", epoch_id=epoch,
-                                                 prng_seed=program.seed,
-                                                 use_bmv2_random=int(program.bmv2_random)))
-        return ~entry if installed else +entry
 
     @staticmethod
     def _telemetry_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:

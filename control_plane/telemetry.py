@@ -21,8 +21,8 @@ class TelemetryRecord:
     deq_timedelta: int  # USEC
     egress_ts: int      # USEC48, departure
     qdepth: int         # PKTS found on arrival
-    deq_qdepth: int     # PKTS left behind at departure
-    arr_seq: int        # ingress's arrival number for the port
+    deq_qdepth: int     # PKTS left behind at departure (PI, REM at updates; else 0)
+    arr_seq: int        # ingress's arrival number for the port (BLUE, REM; else 0)
     avg: int            # QPKT after this packet's update (RED family)
     prob: int           # FRAC32 marking probability in force
     count: int          # unmarked packets since the last mark, before this one (RED family)
@@ -30,7 +30,6 @@ class TelemetryRecord:
     state0: int         # algorithm state (control_plane/algorithms/)
     state1: int
     ip_id: int
-    algorithm: int      # ALGO_* (the algorithm class's algorithm_id)
     event: int          # Event
     region: int
     outcome: int

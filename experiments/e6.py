@@ -164,6 +164,14 @@ def report(runs, out: Path):
                 figures.append(plots.lines(
                     x_label, curves, y_label, out / f"e6-{key}-vs-{tag}.png",
                     f"E6: {y_label} vs {x_label} (seed 003 Fig. {numbers[sweep, key]})"))
+    at_buffer = [(label, folder) for label, folder, _ in runs
+                 if _point(label)[2] == BUFFER]
+    if at_buffer:
+        most = max(_point(label)[1] for label, _ in at_buffer)
+        figures.append(plots.queue_over_time(
+            [(label, folder) for label, folder in at_buffer if _point(label)[1] == most],
+            out / "e6-queue.png", f"E6: queue and marking probability, {most} flows, "
+                                  f"buffer {BUFFER}"))
     parking = [(label, m) for label, _, m in runs if _point(label)[1] is None]
     if parking:
         figures.append(plots.bars(

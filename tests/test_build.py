@@ -22,7 +22,8 @@ def test_build_writes_json_and_both_p4info_files(p4c, tmp_path):
     program = json.loads((tmp_path / "p4aqm.json").read_text())
     assert {p["name"] for p in program["pipelines"]} == {"ingress", "egress"}
     text = (tmp_path / "p4aqm.p4info.txtpb").read_text()
-    for name in ("aqm_config", "idle_decay", "port_epoch", "telemetry_config", "packet_in"):
+    for name in ("aqm_config", "idle_decay", "newque_rate", "rem_mark", "telemetry_config",
+                 "packet_in"):
         assert name in text
     assert (tmp_path / "p4aqm.p4info.bin").stat().st_size > 1000
 

@@ -102,6 +102,8 @@ class Decision:
     event: Event = Event.NONE
     state0: int = 0
     state1: int = 0
+    deq_qdepth: int = 0           # recorded by the algorithms that read it (PI, REM)
+    arr_seq: int = 0              # recorded by the algorithms that read it (BLUE, REM)
 
 
 class Model(Protocol):
@@ -116,8 +118,6 @@ class Aqm:
     queued; it is dropped at or above it)."""
 
     action: ClassVar[str]         # the aqm_config action, also the CLI's name
-    algorithm_id: ClassVar[int]   # ALGO_* in the algorithm's P4 file
-    draws: ClassVar[bool] = True  # does the control use the packet's random draw?
     # Algorithms of one family share parameter meanings (the RED family's thresholds):
     # a change between them keeps every shared parameter, others keep only these.
     family: ClassVar[str] = ""

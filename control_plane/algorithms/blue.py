@@ -11,7 +11,7 @@ seed 003's): d1 0.025, d2 0.0025, freeze_time 0.1 s; ECN on. "now" is the packet
 arrival time; at a new epoch pm = 0.
 
 Telemetry: prob = pm (FRAC32), state0 = packets BMv2 dropped just before this one,
-event = the change to pm.
+event = the change to pm, arr_seq = the packet's arrival number.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from control_plane.dataplane import Event, Region
 @dataclass(frozen=True, kw_only=True)
 class Blue(Aqm):
     action: ClassVar[str] = "blue"
-    algorithm_id: ClassVar[int] = 4
     d1: float = 0.025
     d2: float = 0.0025
     freeze_time: float = 0.1
@@ -89,4 +88,4 @@ class BlueModel:
                 self.last_change, event = arrival, Event.DECREASE
         self.last_seq = pkt.arr_seq
         return Decision(fire=rnd < self.prob, region=Region.A if self.prob else Region.NONE,
-                        prob=self.prob, event=event, state0=lost)
+                        prob=self.prob, event=event, state0=lost, arr_seq=pkt.arr_seq)

@@ -1,6 +1,6 @@
 """DropTail (p4src/include/aqm/droptail.p4): only the hard limit, applied by the verdict.
 
-No state and no random draw; the port still counts and exports telemetry (depth, sojourn).
+No state of its own; the port still counts and exports telemetry (depth, sojourn).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ class DropTail(Aqm):
     """Drop an arriving packet that finds `limit` packets queued; nothing else."""
 
     action: ClassVar[str] = "droptail"
-    algorithm_id: ClassVar[int] = 1
-    draws: ClassVar[bool] = False
 
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()

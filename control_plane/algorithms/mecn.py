@@ -22,7 +22,6 @@ class Mecn(Aqm):
     0.1 is our default (the seed does not give one)."""
 
     action: ClassVar[str] = "mecn"
-    algorithm_id: ClassVar[int] = Red.algorithm_id
     family: ClassVar[str] = Red.family
     wq: float = 0.0027
     minth: float = 5.0

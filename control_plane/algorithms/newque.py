@@ -63,7 +63,6 @@ def rate_table(k: float) -> TableRows:
 @dataclass(frozen=True, kw_only=True)
 class Newque(Aqm):
     action: ClassVar[str] = "newque"
-    algorithm_id: ClassVar[int] = 3
     alpha: float = 0.0001
     beta: float = 0.02
     min_interval: float = 0.1

@@ -18,7 +18,8 @@ Formats: p in P48 (probability * 2^48); a and b in GAIN48 (probability per packe
 computed here from the encoded gains, so q = q_old = qref changes p by exactly 0.
 
 Telemetry: prob = p (FRAC32), state0 = q_old (packets), state1 = intervals this packet
-closed (0, or 1 + missed), event = UPDATE when it ran the update.
+closed (0, or 1 + missed), event = UPDATE when it ran the update, and then deq_qdepth =
+the q it used.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from control_plane.dataplane import Event, Region
 @dataclass(frozen=True, kw_only=True)
 class Pi(Aqm):
     action: ClassVar[str] = "pi"
-    algorithm_id: ClassVar[int] = 5
     a: float = 1.822e-5
     b: float = 1.816e-5
     qref: float | None = None   # packets; None: half the limit
@@ -82,7 +82,7 @@ class PiModel:
         if fresh:
             self.prob = self.q_old = 0
         due, missed = self.clock.tick(fresh, pkt.departure)
-        event, closed = Event.NONE, 0
+        event, closed, recorded_q = Event.NONE, 0, 0
         if due:
             if missed:
                 idle = p["b"] * self.q_old + p["idle_step"] * missed
@@ -95,7 +95,7 @@ class PiModel:
             self.prob = 0 if down >= self.prob else self.prob - down
             self.prob = min(self.prob, fp.P48_ONE)
             self.q_old = q
-            event, closed = Event.UPDATE, missed + 1
+            event, closed, recorded_q = Event.UPDATE, missed + 1, q
         prob = min(self.prob >> 16, fp.FRAC32_ONE)
         return Decision(fire=rnd < prob, region=Region.A if prob else Region.NONE, prob=prob,
-                        event=event, state0=self.q_old, state1=closed)
+                        event=event, state0=self.q_old, state1=closed, deq_qdepth=recorded_q)

@@ -74,7 +74,6 @@ class Red(Aqm):
     """
 
     action: ClassVar[str] = "red"
-    algorithm_id: ClassVar[int] = 2
     family: ClassVar[str] = "red"
     marking: ClassVar[EcnMode] = EcnMode.DROP
     wq: float = DEFAULT_WQ

@@ -22,7 +22,8 @@ arrivals of one interval are clamped to 2^24 and the price to 2^30, so sums stay
 bits.
 
 Telemetry: prob = marking probability (FRAC32), state0 = price * 2^16 (saturated),
-state1 = x of the interval this packet closed, event = UPDATE when it did.
+state1 = x of the interval this packet closed, event = UPDATE when it did (and then
+deq_qdepth = the backlog it used), arr_seq = the packet's arrival number.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ def mark_table(phi: float) -> tuple[int, TableRows]:
 @dataclass(frozen=True, kw_only=True)
 class Rem(Aqm):
     action: ClassVar[str] = "rem"
-    algorithm_id: ClassVar[int] = 6
     gamma: float = 0.001
     alpha: float = 0.1
     phi: float = 1.001
@@ -114,12 +114,13 @@ class RemModel:
         if fresh:
             self.price, self.mark, self.seq = 0, 0, (pkt.arr_seq - 1) & U32
         due, missed = self.clock.tick(fresh, pkt.departure)
-        event, x = Event.NONE, 0
+        event, x, backlog = Event.NONE, 0, 0
         if due:
             idle = p["down"] * missed
             self.price = 0 if idle >= self.price else self.price - idle
+            backlog = pkt.deq_qdepth
             x = min((pkt.arr_seq - self.seq) & U32, X_MAX)
-            self.price += p["gamma_alpha"] * pkt.deq_qdepth + p["gamma"] * x
+            self.price += p["gamma_alpha"] * backlog + p["gamma"] * x
             self.price = 0 if p["down"] >= self.price else self.price - p["down"]
             self.price = min(self.price, PRICE_MAX)
             key = min(self.price >> p["in_shift"], U32)
@@ -128,4 +129,4 @@ class RemModel:
             event = Event.UPDATE
         return Decision(fire=rnd < self.mark, region=Region.A if self.mark else Region.NONE,
                         prob=self.mark, event=event, state0=min(self.price >> 16, U32),
-                        state1=x)
+                        state1=x, deq_qdepth=backlog, arr_seq=pkt.arr_seq)

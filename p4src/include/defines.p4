@@ -48,7 +48,7 @@ const port_t CPU_PORT = 510;
 // Mirror session that clones telemetry to CPU_PORT (written by the controller).
 const bit<32> TELEMETRY_SESSION = 500;
 // Size of telemetry_t in bytes: a telemetry clone is truncated to it.
-const bit<32> TELEMETRY_BYTES = 74;
+const bit<32> TELEMETRY_BYTES = 73;
 // @field_list index of the metadata preserved in a telemetry clone.
 #define FL_TELEMETRY 1
 

@@ -24,8 +24,8 @@ header telemetry_t {
     bit<32> deq_timedelta;   // USEC, sojourn in the queue
     bit<48> egress_ts;       // USEC48, start of egress (the departure time)
     bit<32> qdepth;          // PKTS, queue the packet found on arrival
-    bit<32> deq_qdepth;      // PKTS, queue the packet left behind
-    bit<32> arr_seq;         // packets ingress handed to the port's queue, this one included
+    bit<32> deq_qdepth;      // PKTS, queue the packet left behind (PI, REM at updates)
+    bit<32> arr_seq;         // packets ingress handed to the port's queue (BLUE, REM)
     bit<32> avg;             // QPKT, RED family: average after this packet's update
     bit<32> prob;            // FRAC32, marking probability in force
     bit<32> count;           // PKTS, RED family: unmarked packets since the last mark
@@ -33,7 +33,6 @@ header telemetry_t {
     bit<32> state0;          // algorithm state, see control_plane/algorithms/
     bit<32> state1;
     bit<16> ip_id;           // IPv4 identification (0 if not IPv4), to match records to packets
-    bit<8>  algorithm;       // ALGO_*
     bit<8>  event;           // EVENT_*
     bit<8>  region;          // REGION_*
     bit<8>  outcome;         // OUTCOME_*

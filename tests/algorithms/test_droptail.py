@@ -22,7 +22,7 @@ def test_droptail_only_drops_at_the_limit():
     assert [r.outcome for r in recs] == [Outcome.PASS] * 3 + [Outcome.OVERFLOW_DROP] * 2 \
         + [Outcome.PASS]
     assert model.counters.overflow_drops == 2 and model.counters.seen_packets == 6
-    assert {(r.rnd, r.avg, r.prob) for r in recs} == {(0, 0, 0)}   # no draw, no state
+    assert {(r.avg, r.prob, r.state0, r.state1) for r in recs} == {(0, 0, 0, 0)}  # no state
 
 
 @pytest.mark.p4

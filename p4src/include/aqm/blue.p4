@@ -21,11 +21,10 @@ struct blue_params_t {
     bit<32>  threshold;
 }
 
-action blue(inout aqm_common_t c, inout blue_params_t p, bit<32> limit, bit<2> ecn_mode,
+action blue(inout aqm_common_t c, inout blue_params_t p, bit<16> epoch_id,
+            bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, bit<2> ecn_mode,
             frac32_t d1, frac32_t d2, usec_t freeze_time, bit<32> threshold) {
-    c.algorithm = ALGO_BLUE;
-    c.ecn_mode = ecn_mode;
-    c.limit = limit;
+    aqm_common(c, ALGO_BLUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random);
     p.d1 = d1;
     p.d2 = d2;
     p.freeze_time = freeze_time;
@@ -81,6 +80,7 @@ control Blue(in port_t port,
         last_change_reg.write((bit<32>)port, last_change);
         last_seq_reg.write((bit<32>)port, arr_seq);
 
+        rec.arr_seq = arr_seq;
         rec.region = REGION_NONE;
         if (prob != 0) {
             rec.region = REGION_A;

@@ -4,13 +4,12 @@
 #include "../aqm_types.p4"
 
 // DropTail (control_plane/algorithms/droptail.py): only the hard limit, which the verdict
-// applies; no state, no draw. The port still counts and exports telemetry.
+// applies; no state of its own. The port still counts and exports telemetry.
 const bit<8> ALGO_DROPTAIL = 1;
 
-action droptail(inout aqm_common_t c, bit<32> limit) {
-    c.algorithm = ALGO_DROPTAIL;
-    c.ecn_mode = ECN_MODE_DROP;
-    c.limit = limit;
+action droptail(inout aqm_common_t c, bit<16> epoch_id, bit<32> prng_seed,
+                bit<1> use_bmv2_random, bit<32> limit) {
+    aqm_common(c, ALGO_DROPTAIL, ECN_MODE_DROP, limit, epoch_id, prng_seed, use_bmv2_random);
 }
 
 #endif

@@ -31,12 +31,11 @@ struct newque_params_t {
     bit<8>   rate_shift;
 }
 
-action newque(inout aqm_common_t c, inout newque_params_t p, bit<32> limit, bit<2> ecn_mode,
+action newque(inout aqm_common_t c, inout newque_params_t p, bit<16> epoch_id,
+              bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, bit<2> ecn_mode,
               frac32_t alpha, frac32_t beta, usec_t min_interval, rate_t capacity,
               bit<8> rate_shift) {
-    c.algorithm = ALGO_NEWQUE;
-    c.ecn_mode = ecn_mode;
-    c.limit = limit;
+    aqm_common(c, ALGO_NEWQUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random);
     p.alpha = alpha;
     p.beta = beta;
     p.min_interval = min_interval;
@@ -67,13 +66,18 @@ control Newque(in port_t port,
         gain_drop = gain_drop_across;
     }
 
+    action beyond() {
+        gain_start = 0;
+        gain_drop = 0;
+    }
+
     table newque_rate {
         key = {
             port: exact @name("port");
             bucket: exact @name("bucket");
         }
-        actions = { gain; @defaultonly NoAction; }
-        const default_action = NoAction();
+        actions = { gain; @defaultonly beyond; }
+        const default_action = beyond();
         size = LOOKUP_ENTRIES;
     }
 

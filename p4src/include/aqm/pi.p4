@@ -26,12 +26,11 @@ struct pi_params_t {
     bit<32>  inv_interval;  // ceil(2^32 / interval)
 }
 
-action pi(inout aqm_common_t c, inout pi_params_t p, bit<32> limit, bit<2> ecn_mode,
+action pi(inout aqm_common_t c, inout pi_params_t p, bit<16> epoch_id,
+          bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, bit<2> ecn_mode,
           gain48_t a, gain48_t b, p48_t a_qref, p48_t b_qref, p48_t idle_step,
           usec_t interval, bit<32> inv_interval) {
-    c.algorithm = ALGO_PI;
-    c.ecn_mode = ecn_mode;
-    c.limit = limit;
+    aqm_common(c, ALGO_PI, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random);
     p.a = a;
     p.b = b;
     p.a_qref = a_qref;
@@ -79,6 +78,7 @@ control Pi(in port_t port,
                 q_old = 0;
             }
             bit<32> q = (bit<32>)std_meta.deq_qdepth;
+            rec.deq_qdepth = q;
             p48_t up = p.a * (p48_t)q + p.b_qref;
             p48_t down = p.a_qref + p.b * (p48_t)q_old;
             prob = prob + up;

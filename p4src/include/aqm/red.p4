@@ -15,18 +15,13 @@ struct red_params_t {
     frac32_t wq;
     bit<8>   idle_shift;  // idle_decay bucket = idle time (USEC) >> idle_shift
     ramp_t   ramp;
-    bit<2>   level_a;     // codepoint a mark sets in region A
-    bit<2>   level_b;     // ... and in region B or forced (ECNM)
 }
 
 // Region A is [minth, maxth); B is the gentle ramp [maxth, hardth) from maxp to 1, empty
 // when hardth == maxth (gentle off).
-action red_ramp(inout aqm_common_t c, inout red_params_t p, bit<2> ecn_mode, bit<32> limit,
-                frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, qpkt_t hardth,
-                slope_t slope, frac32_t maxp, slope_t gentle_slope) {
-    c.algorithm = ALGO_RED;
-    c.ecn_mode = ecn_mode;
-    c.limit = limit;
+action red_ramp(inout red_params_t p, frac32_t wq, bit<8> idle_shift, qpkt_t minth,
+                qpkt_t maxth, qpkt_t hardth, slope_t slope, frac32_t maxp,
+                slope_t gentle_slope) {
     p.wq = wq;
     p.idle_shift = idle_shift;
     p.ramp.t0 = minth;
@@ -35,29 +30,30 @@ action red_ramp(inout aqm_common_t c, inout red_params_t p, bit<2> ecn_mode, bit
     p.ramp.slope_a = slope;
     p.ramp.base_b = maxp;
     p.ramp.slope_b = gentle_slope;
-    p.level_a = ECN_CE;
-    p.level_b = ECN_CE;
 }
 
-action red(inout aqm_common_t c, inout red_params_t p, bit<32> limit, frac32_t wq,
-           bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope,
-           frac32_t maxp, slope_t gentle_slope) {
-    red_ramp(c, p, ECN_MODE_DROP, limit, wq, idle_shift, minth, maxth, hardth, slope, maxp,
-             gentle_slope);
+action red(inout aqm_common_t c, inout red_params_t p, bit<16> epoch_id, bit<32> prng_seed,
+           bit<1> use_bmv2_random, bit<32> limit, frac32_t wq, bit<8> idle_shift,
+           qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope, frac32_t maxp,
+           slope_t gentle_slope) {
+    aqm_common(c, ALGO_RED, ECN_MODE_DROP, limit, epoch_id, prng_seed, use_bmv2_random);
+    red_ramp(p, wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope);
 }
 
-action red_ecn(inout aqm_common_t c, inout red_params_t p, bit<32> limit, frac32_t wq,
-               bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope,
-               frac32_t maxp, slope_t gentle_slope) {
-    red_ramp(c, p, ECN_MODE_MARK, limit, wq, idle_shift, minth, maxth, hardth, slope, maxp,
-             gentle_slope);
+action red_ecn(inout aqm_common_t c, inout red_params_t p, bit<16> epoch_id, bit<32> prng_seed,
+               bit<1> use_bmv2_random, bit<32> limit, frac32_t wq, bit<8> idle_shift,
+               qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope, frac32_t maxp,
+               slope_t gentle_slope) {
+    aqm_common(c, ALGO_RED, ECN_MODE_MARK, limit, epoch_id, prng_seed, use_bmv2_random);
+    red_ramp(p, wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope);
 }
 
-action ecnm(inout aqm_common_t c, inout red_params_t p, bit<32> limit, frac32_t wq,
-            bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope,
-            frac32_t maxp, slope_t gentle_slope) {
-    red_ramp(c, p, ECN_MODE_MARK_ALWAYS, limit, wq, idle_shift, minth, maxth, hardth, slope,
-             maxp, gentle_slope);
+action ecnm(inout aqm_common_t c, inout red_params_t p, bit<16> epoch_id, bit<32> prng_seed,
+            bit<1> use_bmv2_random, bit<32> limit, frac32_t wq, bit<8> idle_shift,
+            qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope, frac32_t maxp,
+            slope_t gentle_slope) {
+    aqm_common(c, ALGO_RED, ECN_MODE_MARK_ALWAYS, limit, epoch_id, prng_seed, use_bmv2_random);
+    red_ramp(p, wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope);
 }
 
 // record: avg (QPKT), prob = pb (FRAC32), count (unmarked packets before this one).
@@ -66,8 +62,7 @@ control Red(in port_t port,
             in red_params_t p,
             in standard_metadata_t std_meta,
             inout aqm_record_t rec,
-            out bool fire,
-            out bit<2> level) {
+            out bool fire) {
     QueueAverage() queue_avg;
     Marker() marker;
 
@@ -75,10 +70,6 @@ control Red(in port_t port,
         queue_avg.apply(port, fresh, p.wq, p.idle_shift, std_meta, rec.avg);
         marker.apply(port, fresh, p.ramp, rec.avg, rec.rnd, rec.region, rec.prob, rec.count,
                      fire);
-        level = p.level_b;
-        if (rec.region == REGION_A) {
-            level = p.level_a;
-        }
     }
 }
 

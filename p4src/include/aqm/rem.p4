@@ -31,12 +31,11 @@ struct rem_params_t {
     bit<8>  mark_shift;
 }
 
-action rem(inout aqm_common_t c, inout rem_params_t p, bit<32> limit, bit<2> ecn_mode,
+action rem(inout aqm_common_t c, inout rem_params_t p, bit<16> epoch_id,
+           bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, bit<2> ecn_mode,
            price_t gamma_alpha, price_t gamma, price_t down, usec_t interval,
            bit<32> inv_interval, bit<8> in_shift, bit<8> mark_shift) {
-    c.algorithm = ALGO_REM;
-    c.ecn_mode = ecn_mode;
-    c.limit = limit;
+    aqm_common(c, ALGO_REM, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random);
     p.gamma_alpha = gamma_alpha;
     p.gamma = gamma;
     p.down = down;
@@ -108,6 +107,7 @@ control Rem(in port_t port,
             } else {
                 price = price - (price_t)idle;
             }
+            rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
             bit<32> x = arr_seq - seq;
             if (x > REM_X_MAX) {
                 x = REM_X_MAX;
@@ -142,6 +142,7 @@ control Rem(in port_t port,
             seq_reg.write((bit<32>)port, seq);
         }
 
+        rec.arr_seq = arr_seq;
         rec.prob = mark;
         rec.region = REGION_NONE;
         if (mark != 0) {

@@ -24,8 +24,18 @@ control Forwarding(inout headers_t hdr,
         ingress_drops.count(reason);
     }
 
-    action route(port_t port, mac_t src_mac, mac_t dst_mac) {
+    // Hands the packet to a port's queue: counted, and numbered (meta.arr_seq).
+    action enqueue(port_t port) {
+        bit<32> index = (bit<32>)port;
         std_meta.egress_spec = port;
+        enqueued.count(index);
+        arrivals.read(meta.arr_seq, index);
+        meta.arr_seq = meta.arr_seq + 1;
+        arrivals.write(index, meta.arr_seq);
+    }
+
+    action route(port_t port, mac_t src_mac, mac_t dst_mac) {
+        enqueue(port);
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
@@ -43,7 +53,7 @@ control Forwarding(inout headers_t hdr,
     }
 
     action l2_forward(port_t port) {
-        std_meta.egress_spec = port;
+        enqueue(port);
     }
 
     action no_l2_entry() {
@@ -68,13 +78,6 @@ control Forwarding(inout headers_t hdr,
             }
         } else {
             l2_exact.apply();
-        }
-        if (std_meta.egress_spec != DROP_PORT) {
-            bit<32> port = (bit<32>)std_meta.egress_spec;
-            enqueued.count(port);
-            arrivals.read(meta.arr_seq, port);
-            meta.arr_seq = meta.arr_seq + 1;
-            arrivals.write(port, meta.arr_seq);
         }
     }
 }

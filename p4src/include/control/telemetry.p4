@@ -71,7 +71,6 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.telemetry.state0 = rec.state0;
         hdr.telemetry.state1 = rec.state1;
         hdr.telemetry.ip_id = rec.ip_id;
-        hdr.telemetry.algorithm = rec.algorithm;
         hdr.telemetry.event = rec.event;
         hdr.telemetry.region = rec.region;
         hdr.telemetry.outcome = rec.outcome;

@@ -4,6 +4,8 @@
 #include "../headers.p4"
 
 // Carries out the algorithm's decision on the packet and counts every outcome per port.
+// A mark sets the port's level_a in region A and level_b elsewhere (MECN's two codepoints;
+// CE for the other algorithms).
 // ECN rules (RFC 3168; SPEC for MECN): Not-ECT is never marked, it is dropped where an
 // ECN-capable packet would be marked; CE never changes; a mark never lowers the level
 // already in the packet (ECT(0) < ECT(1) < CE).
@@ -12,7 +14,6 @@
 control Verdict(in port_t port,
                 in aqm_common_t c,
                 in bool fire,
-                in bit<2> level,
                 in bit<19> qdepth,
                 inout headers_t hdr,
                 inout standard_metadata_t std_meta,
@@ -39,22 +40,27 @@ control Verdict(in port_t port,
         bool forced = rec.region == REGION_FORCED;
         bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
                          || (c.ecn_mode == ECN_MODE_MARK && !forced);
-        bit<8> outcome = OUTCOME_PASS;
+        rec.outcome = OUTCOME_PASS;
         if (fire || forced) {
             if (ecn_marks && ecn != ECN_NOT_ECT) {
-                outcome = OUTCOME_MARK;
+                rec.outcome = OUTCOME_MARK;
             } else if (forced) {
-                outcome = OUTCOME_FORCED_DROP;
+                rec.outcome = OUTCOME_FORCED_DROP;
             } else {
-                outcome = OUTCOME_PROB_DROP;
+                rec.outcome = OUTCOME_PROB_DROP;
             }
         }
-        if (c.algorithm != ALGO_NONE && (outcome == OUTCOME_PASS || outcome == OUTCOME_MARK)
+        if (c.algorithm != ALGO_NONE
+                && (rec.outcome == OUTCOME_PASS || rec.outcome == OUTCOME_MARK)
                 && (bit<32>)qdepth >= c.limit) {
-            outcome = OUTCOME_OVERFLOW_DROP;
+            rec.outcome = OUTCOME_OVERFLOW_DROP;
         }
 
-        if (outcome == OUTCOME_MARK) {
+        if (rec.outcome == OUTCOME_MARK) {
+            bit<2> level = c.level_b;
+            if (rec.region == REGION_A) {
+                level = c.level_a;
+            }
             if (level == ECN_CE) {
                 hdr.ipv4.ecn = ECN_CE;
                 marks_ce.count(index);
@@ -64,20 +70,19 @@ control Verdict(in port_t port,
                 }
                 marks_incipient.count(index);
             }
-        } else if (outcome != OUTCOME_PASS) {
+        } else if (rec.outcome != OUTCOME_PASS) {
             mark_to_drop(std_meta);
-            if (outcome == OUTCOME_PROB_DROP) {
+            if (rec.outcome == OUTCOME_PROB_DROP) {
                 prob_drops.count(index);
-            } else if (outcome == OUTCOME_FORCED_DROP) {
+            } else if (rec.outcome == OUTCOME_FORCED_DROP) {
                 forced_drops.count(index);
             } else {
                 overflow_drops.count(index);
             }
-            if (ecn_marks && ecn == ECN_NOT_ECT && outcome != OUTCOME_OVERFLOW_DROP) {
+            if (ecn_marks && ecn == ECN_NOT_ECT && rec.outcome != OUTCOME_OVERFLOW_DROP) {
                 notect_drops.count(index);
             }
         }
-        rec.outcome = outcome;
 
         rec.ecn_out = rec.ecn_in;
         if (hdr.ipv4.isValid()) {
