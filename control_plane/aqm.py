@@ -15,14 +15,14 @@ from typing import Union
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import auto_thresholds
-from control_plane.algorithms import ALGORITHMS, Blue, DropTail, Ecnm, Mecn, Newque, Pi, Red, \
-    RedEcn, Rem
+from control_plane.algorithms import (ALGORITHMS, Aecn, Blue, DropTail, Ecnm, Mecn, Newque,
+                                     Pi, Red, RedEcn, Rem)
 from control_plane.algorithms.base import (DEFAULT_LIMIT, Aqm, ConfigError, Encoded, Link,
                                            TableAction, checked)
 from control_plane.algorithms.red import DEFAULT_WQ
 from control_plane.lookup import TABLE_ENTRIES, TableRows
 
-__all__ = ["ALGORITHMS", "Aqm", "Blue", "ConfigError", "DEFAULT_LIMIT", "DEFAULT_WQ",
+__all__ = ["ALGORITHMS", "Aecn", "Aqm", "Blue", "ConfigError", "DEFAULT_LIMIT", "DEFAULT_WQ",
            "DropTail", "Ecnm", "Mecn", "Newque", "Pi", "PortConfig", "PortProgram", "Red",
            "RedEcn", "Rem", "TABLE_ENTRIES", "TableAction", "change", "parse_value",
            "port_seed"]
@@ -124,6 +124,8 @@ def parse_value(name: str, kind: str, text: str) -> object:
     words = {"off"} if name == "telemetry_interval" else _AUTO
     if optional and text.lower() in words:
         return None
+    if kind.startswith("str"):
+        return text
     if kind.startswith("bool"):
         if text.lower() not in _TRUE | _FALSE:
             raise fail("true or false")

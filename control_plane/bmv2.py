@@ -40,6 +40,8 @@ class Bmv2Config:
     cpu_port: int = CPU_PORT
     log_level: str = "warn"
     priority_queues: int = 1
+    # A program the switch runs under (e.g. valgrind for the instruction-count benchmark).
+    wrapper: tuple[str, ...] = ()
 
     @property
     def grpc_socket(self) -> Path:
@@ -87,7 +89,7 @@ class Bmv2Switch:
         self.config.grpc_socket.unlink(missing_ok=True)
         stdout = open(self.config.workdir / "bmv2.stdout", "wb")
         self.process = subprocess.Popen(
-            [*self.config.enter_netns, *self.config.command()],
+            [*self.config.enter_netns, *self.config.wrapper, *self.config.command()],
             stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True)
         stdout.close()
         deadline = time.monotonic() + timeout

@@ -70,6 +70,7 @@ ECN_LEVEL = {Ecn.ECT0: 0, Ecn.ECT1: 1, Ecn.CE: 2}
 # Tables (each algorithm's lookup tables are named in its module, control_plane/algorithms/)
 AQM_CONFIG = "aqm_config"
 TELEMETRY_CONFIG = "telemetry_config"
+RTT_CONFIG = "rtt_config"
 IPV4_LPM = "ipv4_lpm"
 L2_EXACT = "l2_exact"
 
@@ -85,3 +86,4 @@ EGRESS_COUNTERS = (
 )
 ENQUEUED_COUNTER = "enqueued"
 INGRESS_DROPS_COUNTER = "ingress_drops"
+RTT_EVENTS_COUNTER = "rtt_events"

@@ -80,7 +80,8 @@ class PortModel:
             egress_ts=pkt.departure, qdepth=pkt.qdepth, deq_qdepth=decision.deq_qdepth,
             arr_seq=decision.arr_seq, avg=decision.avg, prob=decision.prob,
             count=decision.count, rnd=draw, state0=decision.state0, state1=decision.state1,
-            ip_id=pkt.ip_id, event=decision.event, region=decision.region,
+            ingress_ts=decision.ingress_ts, rtt=decision.rtt, ip_id=pkt.ip_id,
+            event=decision.event, group=decision.group, region=decision.region,
             outcome=outcome, ecn_in=pkt.ecn, ecn_out=ecn_out, pkt_len=pkt.length)
         return record, exported
 

@@ -19,6 +19,7 @@ from control_plane import dataplane as dp
 from control_plane.aqm import TABLE_ENTRIES, ConfigError, PortConfig, PortProgram
 from control_plane.build import Artifacts
 from control_plane.golden import PortCounters
+from control_plane.rtt_tracker import RttEvent
 from control_plane.telemetry import TelemetryRecord
 
 
@@ -40,6 +41,7 @@ class AqmSwitch:
     on_ready: Callable[["AqmSwitch"], Awaitable[None]] | None = None
     _installed: dict[int, PortProgram] = field(default_factory=dict, init=False)
     _epochs: dict[int, int] = field(default_factory=dict, init=False)
+    _tracking: bool = field(default=False, init=False)
     # Ports whose entries on the switch are unknown after a failed or cancelled write.
     _dirty: set[int] = field(default_factory=set, init=False)
 
@@ -75,6 +77,7 @@ class AqmSwitch:
         the clone session. on_ready must call this first (under the caller's lock)."""
         self._installed.clear()
         self._dirty.clear()
+        self._tracking = False
         await self.sw.write([+fy.P4CloneSessionEntry(
             dp.TELEMETRY_SESSION, replicas=[(dp.CPU_PORT, 1)])])
 
@@ -116,6 +119,7 @@ class AqmSwitch:
         if old is None or old.aqm != program.aqm or new_epoch:
             updates.append(self._aqm_update(program, epoch, installed=old is not None))
         updates += self._table_updates(program, old)
+        updates += self._rule_updates(program, old)
         updates += self._telemetry_updates(program, old)
         try:
             if updates:
@@ -127,7 +131,17 @@ class AqmSwitch:
             raise
         self._installed[config.port] = program
         self._epochs[config.port] = epoch
+        await self._update_tracking()
         return program
+
+    async def _update_tracking(self) -> None:
+        """The ingress RTT tracker runs while any port's algorithm measures RTTs."""
+        wanted = any(p.encoded.measures_rtt for p in self._installed.values())
+        if wanted != self._tracking:
+            await self.sw.write([~fy.P4TableEntry(
+                dp.RTT_CONFIG, action=fy.Action("track" if wanted else "NoAction"),
+                is_default_action=True)])
+            self._tracking = wanted
 
     async def _clear_port(self, port: int) -> None:
         """Delete whatever the port's tables (every table keyed by port) hold, read back
@@ -138,7 +152,8 @@ class AqmSwitch:
         for table in tables:
             async for entry in self.sw.read(fy.P4TableEntry(table)):
                 if int(entry.match_dict(self.sw.p4info)["port"]) == port:
-                    doomed.append(-fy.P4TableEntry(entry.table_id, match=entry.match))
+                    doomed.append(-fy.P4TableEntry(entry.table_id, match=entry.match,
+                                                   priority=entry.priority))
         if doomed:
             await self.sw.write(doomed)
         self._dirty.discard(port)
@@ -172,6 +187,26 @@ class AqmSwitch:
         async for entry in self.sw.read(fy.P4CounterEntry(dp.ENQUEUED_COUNTER, index=port)):
             return entry.packet_count
         return 0
+
+    async def read_group_counters(self, port: int) -> dict[str, list[int]]:
+        """Marks and drops per group of the port (AECN's robust, average, fragile)."""
+        self.check_port(port)
+        out = {}
+        for name in ("group_marks", "group_drops"):
+            values = [0] * 4
+            async for entry in self.sw.read(
+                    [fy.P4CounterEntry(name, index=port * 4 + g) for g in range(4)]):
+                values[entry.index - port * 4] = entry.packet_count
+            out[name] = values[:3]
+        return out
+
+    async def read_rtt_events(self) -> dict[str, int]:
+        """The RTT tracker's samples, collisions and evictions (rtt_tracker.p4)."""
+        events = {}
+        async for entry in self.sw.read(
+                [fy.P4CounterEntry(dp.RTT_EVENTS_COUNTER, index=e) for e in RttEvent]):
+            events[RttEvent(entry.index).name.lower()] = entry.packet_count
+        return events
 
     async def read_ingress_drops(self) -> dict[dp.IngressDrop, int]:
         drops = {}
@@ -220,6 +255,20 @@ class AqmSwitch:
                 entry.action = fy.Action(after[table].action, **new_rows[bucket])
                 updates.append(~entry if bucket < len(old_rows) else +entry)
         return updates
+
+    @staticmethod
+    def _rule_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:
+        """Ternary rules (AECN's aecn_groups): replaced as a whole when they change."""
+        before = old.encoded.rules if old else ()
+        if before == program.encoded.rules:
+            return []
+
+        def entry(rule) -> fy.P4TableEntry:
+            return fy.P4TableEntry(rule.table,
+                                   match=fy.Match(port=program.port, **dict(rule.match)),
+                                   priority=rule.priority,
+                                   action=fy.Action(rule.action, **dict(rule.params)))
+        return [-entry(r) for r in before] + [+entry(r) for r in program.encoded.rules]
 
     @staticmethod
     def _telemetry_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:

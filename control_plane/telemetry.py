@@ -29,8 +29,11 @@ class TelemetryRecord:
     rnd: int            # FRAC32 draw
     state0: int         # algorithm state (control_plane/algorithms/)
     state1: int
+    ingress_ts: int     # USEC, low 32 bits of the ingress timestamp (AECN; else 0)
+    rtt: int            # USEC, the flow's RTT the ingress measured (AECN; else 0)
     ip_id: int
     event: int          # Event
+    group: int          # the packet's group (AECN; else 0)
     region: int
     outcome: int
     ecn_in: int

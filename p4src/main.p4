@@ -10,6 +10,7 @@
 #include "include/headers.p4"
 #include "include/parser.p4"
 #include "include/control/forwarding.p4"
+#include "include/control/rtt_tracker.p4"
 #include "include/control/aqm_dispatch.p4"
 #include "include/control/verdict.p4"
 #include "include/control/telemetry.p4"
@@ -19,9 +20,11 @@ control IngressPipe(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t std_meta) {
     Forwarding() forwarding;
+    RttTracker() rtt_tracker;
 
     apply {
         forwarding.apply(hdr, meta, std_meta);
+        rtt_tracker.apply(hdr, std_meta.ingress_global_timestamp, meta.rtt_us);
     }
 }
 
@@ -38,14 +41,17 @@ control EgressPipe(inout headers_t hdr,
         if (std_meta.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
             telemetry_format.apply(hdr, meta.rec);
         } else {
-            port_t port = std_meta.egress_port;
             bit<1> fresh;
-            bool fire;
-            aqm.apply(port, hdr, std_meta, meta.arr_seq, meta.aqm, meta.rec, fresh, fire);
-            verdict.apply(port, meta.aqm.common, fire, std_meta.enq_qdepth, hdr, std_meta,
-                          meta.rec);
-            if (meta.aqm.common.algorithm != ALGO_NONE) {
-                telemetry_export.apply(port, fresh, std_meta, meta.rec);
+            bit<1> fire;
+            bit<2> ecn = ECN_NOT_ECT;
+            if (hdr.ipv4.isValid()) {
+                ecn = hdr.ipv4.ecn;
+            }
+            aqm.apply(hdr, ecn, std_meta, meta, fresh, fire);
+            verdict.apply(meta.port_index, meta.group_index, meta.aqm.common, fire == 1, ecn, hdr,
+                          std_meta, meta.rec);
+            if (meta.aqm.common.isValid()) {
+                telemetry_export.apply(meta.port_index, fresh, std_meta, meta.rec);
             }
             ipv4_checksum.apply(hdr, meta.csum);
         }

@@ -68,7 +68,7 @@ def test_the_loop_average_decays_only_once_the_port_is_idle():
     fields = dict(port=2, epoch=1, pkt_seq=1, tele_seq=1, enq_ts=0, deq_timedelta=0,
                   egress_ts=0, deq_qdepth=0, arr_seq=1, prob=0, count=0, rnd=1, state0=0,
                   state1=0, ip_id=0, event=0, region=0, outcome=0, ecn_in=2,
-                  ecn_out=2, pkt_len=100)
+                  ecn_out=2, pkt_len=100, ingress_ts=0, rtt=0, group=0)
     view.latest = TelemetryRecord(qdepth=50, avg=20 << 16, **fields)
     view.latest_at = 10.0
     assert view.estimated_avg(10.015) == 20.0          # within two export intervals

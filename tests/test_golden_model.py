@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from control_plane.aqm import (ALGORITHMS, Blue, DropTail, Ecnm, Mecn, Newque, Pi, PortConfig,
-                               Red, RedEcn, Rem)
+from control_plane.aqm import (ALGORITHMS, Aecn, Blue, DropTail, Ecnm, Mecn, Newque, Pi,
+                               PortConfig, Red, RedEcn, Rem)
 from control_plane.dataplane import ECN_LEVEL, Ecn, Outcome
 from control_plane.golden import Arrival, PortModel, xorshift32
 from modeling import arrivals, run_model
@@ -26,6 +26,7 @@ EVERY_ALGORITHM = {
     "blue": Blue(d1=0.1, freeze_time=0.01, threshold=20, limit=30),
     "pi": Pi(a=0.002, b=0.0019, qref=10.0, limit=30),
     "rem": Rem(gamma=0.01, phi=1.2, target_backlog=5.0, interval=0.005, limit=30),
+    "aecn": Aecn(wq=0.05, minth=5.0, maxth=20.0, maxp=0.3, limit=30),
 }
 
 
@@ -52,7 +53,8 @@ def test_xorshift32_is_uniform_enough_for_marking():
 
 
 def random_trace(seed: int, n: int = 3000) -> list[Arrival]:
-    """A queue that wanders up to 40 packets and empties, at 800 packets/s, every codepoint."""
+    """A queue that wanders up to 40 packets and empties, at 800 packets/s, every codepoint,
+    RTTs of every AECN group."""
     rng = random.Random(seed)
     q, t, out = 0, 0, []
     for i in range(n):
@@ -62,7 +64,8 @@ def random_trace(seed: int, n: int = 3000) -> list[Arrival]:
         t += rng.choice((200, 1250, 2500))
         out.append(Arrival(qdepth=q, enq_ts=t, deq_timedelta=q * 1000, ecn=rng.choice(list(Ecn)),
                            length=rng.choice((64, 1500)), ip_id=i & 0xFFFF,
-                           deq_qdepth=max(0, q - 1), arr_seq=i + 1))
+                           deq_qdepth=max(0, q - 1), arr_seq=i + 1,
+                           rtt=rng.choice((0, 3000, 90_000, 200_000))))
     return out
 
 

@@ -16,6 +16,8 @@ class Testbed:
     workdir: Path
     ports: tuple[int, ...] = (1, 2)
     log_level: str = "warn"
+    wrapper: tuple[str, ...] = ()
+    ready_timeout: float = 15.0
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
     switch_ns: NetNS | None = field(default=None, init=False)
     tester_ns: NetNS | None = field(default=None, init=False)
@@ -34,9 +36,9 @@ class Testbed:
                           self.iface("h", port), self.tester_ns)
             self.switch = Bmv2Switch(Bmv2Config(
                 enter_netns=("ip", "netns", "exec", self.switch_ns.name),
-                workdir=self.workdir, log_level=self.log_level,
+                workdir=self.workdir, log_level=self.log_level, wrapper=self.wrapper,
                 interfaces={port: self.iface("s", port) for port in self.ports}))
-            self.switch.start()
+            self.switch.start(self.ready_timeout)
         except BaseException:
             self.stop()
             raise

@@ -6,6 +6,7 @@ one place that lists them.
 
 from __future__ import annotations
 
+from control_plane.algorithms.aecn import Aecn
 from control_plane.algorithms.base import Aqm
 from control_plane.algorithms.blue import Blue
 from control_plane.algorithms.droptail import DropTail
@@ -16,8 +17,8 @@ from control_plane.algorithms.red import Ecnm, Red, RedEcn
 from control_plane.algorithms.rem import Rem
 
 ALGORITHMS: dict[str, type[Aqm]] = {cls.action: cls for cls in (
-    DropTail, Red, RedEcn, Ecnm, Mecn, Newque, Blue, Pi, Rem,
+    DropTail, Red, RedEcn, Ecnm, Mecn, Newque, Blue, Pi, Rem, Aecn,
 )}
 
-__all__ = ["ALGORITHMS", "Aqm", "Blue", "DropTail", "Ecnm", "Mecn", "Newque", "Pi", "Red",
-           "RedEcn", "Rem"]
+__all__ = ["ALGORITHMS", "Aecn", "Aqm", "Blue", "DropTail", "Ecnm", "Mecn", "Newque", "Pi",
+           "Red", "RedEcn", "Rem"]

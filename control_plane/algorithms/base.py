@@ -46,14 +46,39 @@ class Link:
 
 
 @dataclass(frozen=True)
+class TableRule:
+    """One entry of a ternary table the algorithm reads (AECN's aecn_groups): match
+    fields as (value, mask) pairs, omitted fields are wildcards; a larger priority wins."""
+
+    table: str
+    match: tuple[tuple[str, tuple[int, int]], ...]
+    priority: int
+    action: str
+    params: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
 class Encoded:
-    """An algorithm as the switch runs it: the aqm_config action, the lookup tables it
-    reads, and (for the verdict) its ECN mode and hard limit."""
+    """An algorithm as the switch runs it: the aqm_config action, the lookup tables and
+    rules it reads, and (for the verdict) its ECN mode and hard limit."""
 
     action: TableAction
     ecn_mode: EcnMode
     limit: int
     tables: tuple[TableRows, ...] = ()
+    rules: tuple[TableRule, ...] = ()
+    measures_rtt: bool = False     # needs the ingress RTT tracker on
+
+
+@dataclass(frozen=True)
+class FiveTuple:
+    """A packet's addresses (as integers), protocol and ports (0 without TCP/UDP)."""
+
+    src: int
+    dst: int
+    protocol: int
+    sport: int = 0
+    dport: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +94,9 @@ class Arrival:
     egress_ts: int | None = None   # USEC48; None: enq_ts + deq_timedelta (hand-made input)
     deq_qdepth: int = 0            # PKTS the packet left behind
     arr_seq: int = 0               # ingress's arrival number for the port
+    rtt: int = 0                   # USEC, the flow's RTT the ingress measured (0: none)
+    ingress_ts: int = 0            # USEC, low 32 bits of the ingress timestamp
+    flow: FiveTuple | None = None  # for classification tables (None: not IPv4)
 
     @property
     def departure(self) -> int:
@@ -86,7 +114,8 @@ class Arrival:
         """The inputs a telemetry record reports, to replay it through the model."""
         return cls(qdepth=rec.qdepth, enq_ts=rec.enq_ts, deq_timedelta=rec.deq_timedelta,
                    ecn=Ecn(rec.ecn_in), length=rec.pkt_len, ip_id=rec.ip_id,
-                   egress_ts=rec.egress_ts, deq_qdepth=rec.deq_qdepth, arr_seq=rec.arr_seq)
+                   egress_ts=rec.egress_ts, deq_qdepth=rec.deq_qdepth, arr_seq=rec.arr_seq,
+                   rtt=rec.rtt, ingress_ts=rec.ingress_ts)
 
 
 @dataclass
@@ -104,6 +133,9 @@ class Decision:
     state1: int = 0
     deq_qdepth: int = 0           # recorded by the algorithms that read it (PI, REM)
     arr_seq: int = 0              # recorded by the algorithms that read it (BLUE, REM)
+    group: int = 0                # the packet's group (AECN)
+    rtt: int = 0                  # recorded by AECN: the tracker's inputs and result
+    ingress_ts: int = 0
 
 
 class Model(Protocol):

@@ -173,40 +173,56 @@ class Ramp:
         return Region.FORCED, fp.FRAC32_ONE
 
 
-class RedModel:
-    """red.p4: QueueAverage, then Marker; the level by region."""
+class QueueAverageModel:
+    """queue_avg.p4: RED's average, kept in QAVG, read in QPKT."""
 
-    def __init__(self, encoded: Encoded, ramp: Ramp, level_a: Ecn, level_b: Ecn):
-        p = encoded.action.params
-        self.ramp, self.level_a, self.level_b = ramp, level_a, level_b
-        self.wq = p["wq"]
-        self.decay = encoded.tables[0].lookup
+    def __init__(self, wq: int, table: LookupTable):
+        self.wq, self.table = wq, table
         self.avg = 0
         self.last_departure = 0
+
+    def update(self, fresh: bool, pkt: Arrival) -> int:
+        if fresh:
+            self.avg = 0
+            self.last_departure = 0
+        if pkt.qdepth == 0:
+            self.avg = decay(self.avg, elapsed_since(self.last_departure, pkt.arrival),
+                             self.table)
+        else:
+            self.avg = ewma(self.avg, pkt.qdepth, self.wq)
+        self.last_departure = pkt.departure & U48
+        return fp.qavg_to_qpkt(self.avg)
+
+
+class MarkerModel:
+    """marker.p4: the region, pb and the uniformised decision, with one count per port."""
+
+    def __init__(self) -> None:
         self.count = 0
 
-    def step(self, fresh: bool, pkt: Arrival, rnd: int) -> Decision:
-        avg = self._average(fresh, pkt)
+    def step(self, fresh: bool, ramp: Ramp, avg: int, rnd: int) -> tuple[Region, int, int, bool]:
+        """(region, pb, count before this packet, fire)"""
         count = 0 if fresh else self.count
-        region, pb = self.ramp.probability(avg)
+        region, pb = ramp.probability(avg)
         fire = False
         if region in (Region.A, Region.B):
             fire = fires(count, pb, rnd)
             self.count = 0 if fire else min(count + 1, U32)
         else:
             self.count = 0
+        return region, pb, count, fire
+
+
+class RedModel:
+    """red.p4: QueueAverage, then Marker; the level by region."""
+
+    def __init__(self, encoded: Encoded, ramp: Ramp, level_a: Ecn, level_b: Ecn):
+        self.ramp, self.level_a, self.level_b = ramp, level_a, level_b
+        self.average = QueueAverageModel(encoded.action.params["wq"], encoded.tables[0].lookup)
+        self.marker = MarkerModel()
+
+    def step(self, fresh: bool, pkt: Arrival, rnd: int) -> Decision:
+        avg = self.average.update(fresh, pkt)
+        region, pb, count, fire = self.marker.step(fresh, self.ramp, avg, rnd)
         return Decision(fire=fire, level=self.level_a if region == Region.A else self.level_b,
                         region=region, prob=pb, avg=avg, count=count)
-
-    def _average(self, fresh: bool, pkt: Arrival) -> int:
-        """queue_avg.p4; keeps QAVG, returns QPKT."""
-        if fresh:
-            self.avg = 0
-            self.last_departure = 0
-        if pkt.qdepth == 0:
-            self.avg = decay(self.avg, elapsed_since(self.last_departure, pkt.arrival),
-                             self.decay)
-        else:
-            self.avg = ewma(self.avg, pkt.qdepth, self.wq)
-        self.last_departure = pkt.departure & U48
-        return fp.qavg_to_qpkt(self.avg)

@@ -2,15 +2,6 @@
 #define P4AQM_HEADERS_P4
 
 #include "defines.p4"
-#include "aqm_types.p4"
-// The algorithms: parameters, aqm_config action(s) and control of each.
-#include "aqm/droptail.p4"
-#include "aqm/red.p4"
-#include "aqm/mecn.p4"
-#include "aqm/newque.p4"
-#include "aqm/blue.p4"
-#include "aqm/pi.p4"
-#include "aqm/rem.p4"
 
 // Telemetry record: one per exported packet, delivered to the controller as a PacketIn
 // whose metadata are these fields (the payload is truncated away).
@@ -32,8 +23,11 @@ header telemetry_t {
     bit<32> rnd;             // FRAC32, random draw used for this packet
     bit<32> state0;          // algorithm state, see control_plane/algorithms/
     bit<32> state1;
+    bit<32> ingress_ts;      // USEC, low 32 bits of the ingress timestamp (AECN)
+    bit<32> rtt;             // USEC, the flow's RTT the ingress measured (AECN; 0: none)
     bit<16> ip_id;           // IPv4 identification (0 if not IPv4), to match records to packets
     bit<8>  event;           // EVENT_*
+    bit<8>  group;           // the packet's group (AECN: robust 0, average 1, fragile 2)
     bit<8>  region;          // REGION_*
     bit<8>  outcome;         // OUTCOME_*
     bit<8>  ecn_in;          // codepoint on arrival (Not-ECT for non-IPv4)
@@ -80,6 +74,14 @@ header tcp_t {
     bit<16> urgent_ptr;
 }
 
+// TCP's timestamps option (RFC 7323) as Linux lays it out first in every segment after
+// the handshake: NOP, NOP, kind 8, length 10. Other layouts are left in the payload.
+header tcp_ts_t {
+    bit<32> lead;    // 0x0101080a
+    bit<32> tsval;
+    bit<32> tsecr;
+}
+
 header udp_t {
     bit<16> src_port;
     bit<16> dst_port;
@@ -93,6 +95,7 @@ struct headers_t {
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
     tcp_t          tcp;
+    tcp_ts_t       tcp_ts;
     udp_t          udp;
 }
 
@@ -102,20 +105,39 @@ struct checksum_meta_t {
     bit<16> word_ttl;   // ttl, protocol as received
 }
 
+#include "aqm_types.p4"
+// The algorithms (after the packet's headers, which their controls read): parameters, aqm_config action(s) and control of each.
+#include "aqm/droptail.p4"
+#include "aqm/red.p4"
+#include "aqm/mecn.p4"
+#include "aqm/newque.p4"
+#include "aqm/blue.p4"
+#include "aqm/pi.p4"
+#include "aqm/rem.p4"
+#include "aqm/aecn.p4"
+
 // Per-port AQM parameters loaded by the aqm_config table: what every algorithm has, and
-// each algorithm's own (one member per algorithm file under aqm/).
+// each algorithm's own (one member per algorithm file under aqm/). Headers, not structs:
+// only the port's own algorithm's are made valid and cost anything (defines.p4).
 struct aqm_params_t {
-    aqm_common_t    common;
-    red_params_t    red;
-    newque_params_t newque;
-    blue_params_t   blue;
-    pi_params_t     pi;
-    rem_params_t    rem;
+    aqm_common_h common;
+    red_h        red;
+    newque_h     newque;
+    blue_h       blue;
+    pi_h         pi;
+    rem_h        rem;
+    aecn_h       aecn;
 }
 
 struct local_metadata_t {
     bit<1>          l3_parsed;  // the parser got through the IPv4 header and its options
+    // The egress port, as the index of per-port registers and counters, from the
+    // forwarding action: p4c would make a temporary of an expression (or of a header
+    // field) for every register and counter call it is given to.
+    bit<32>         port_index;
     bit<32>         arr_seq;    // ingress: packets handed to the egress port's queue so far
+    bit<32>         rtt_us;     // ingress: the flow's RTT (rtt_tracker.p4), 0 if not measured
+    bit<32>         group_index;  // egress: port * 4 + the packet's group (verdict.p4)
     checksum_meta_t csum;
     aqm_params_t    aqm;
     aqm_record_t    rec;

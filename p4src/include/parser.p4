@@ -5,8 +5,9 @@
 
 error { IPv4BadVersion, IPv4HeaderTooShort }
 
-// Ethernet, IPv4 (options kept as opaque bytes), TCP, UDP. Anything else is payload and
-// leaves untouched. A truncated L4 header is tolerated (l3_parsed stays 1).
+// Ethernet, IPv4 (options kept as opaque bytes), TCP (with Linux's timestamps option, for
+// the RTT tracker), UDP. Anything else is payload and leaves untouched. A truncated L4
+// header is tolerated (l3_parsed stays 1).
 parser PacketParser(packet_in packet,
                     out headers_t hdr,
                     inout local_metadata_t meta,
@@ -47,6 +48,21 @@ parser PacketParser(packet_in packet,
 
     state parse_tcp {
         packet.extract(hdr.tcp);
+        transition select(hdr.tcp.data_offset) {
+            8 .. 15: parse_tcp_options;
+            default: accept;
+        }
+    }
+
+    state parse_tcp_options {
+        transition select(packet.lookahead<bit<32>>()) {
+            0x0101080a: parse_tcp_ts;
+            default: accept;
+        }
+    }
+
+    state parse_tcp_ts {
+        packet.extract(hdr.tcp_ts);
         transition accept;
     }
 
@@ -63,6 +79,7 @@ control PacketDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
         packet.emit(hdr.tcp);
+        packet.emit(hdr.tcp_ts);
         packet.emit(hdr.udp);
     }
 }

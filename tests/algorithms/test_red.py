@@ -152,7 +152,7 @@ def test_a_departure_stamped_after_the_arrival_is_no_idle_time():
                                           Arrival(qdepth=0, enq_ts=990, deq_timedelta=0,
                                                   ecn=Ecn.ECT0, length=100, egress_ts=990)])
     assert recs[1].avg == fp.qavg_to_qpkt(
-        (qavg(4) * model.algorithm.decay.value(0)) >> 32)
+        (qavg(4) * model.algorithm.average.table.value(0)) >> 32)
 
 
 def test_model_tracks_a_floating_point_red_on_a_random_queue():

@@ -14,80 +14,104 @@
 // Every packet is marked (ECT) or dropped (Not-ECT) with pm.
 const bit<8> ALGO_BLUE = 4;
 
-struct blue_params_t {
+header blue_h {
     frac32_t d1;
     frac32_t d2;
     usec_t   freeze_time;
     bit<32>  threshold;
 }
 
-action blue(inout aqm_common_t c, inout blue_params_t p, bit<16> epoch_id,
-            bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, bit<2> ecn_mode,
-            frac32_t d1, frac32_t d2, usec_t freeze_time, bit<32> threshold) {
-    aqm_common(c, ALGO_BLUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random);
-    p.d1 = d1;
-    p.d2 = d2;
-    p.freeze_time = freeze_time;
-    p.threshold = threshold;
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them.
+#define BLUE_ACTIONS \
+    action blue(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+                bit<2> ecn_mode, frac32_t d1, frac32_t d2, usec_t freeze_time, \
+                bit<32> threshold) { \
+        aqm_common(ALGO_BLUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        meta.aqm.blue.setValid(); \
+        meta.aqm.blue.d1 = d1; \
+        meta.aqm.blue.d2 = d2; \
+        meta.aqm.blue.freeze_time = freeze_time; \
+        meta.aqm.blue.threshold = threshold; \
+    }
+
+header blue_vars_h {
+    bit<48> arrival;       // USEC48
+    bit<48> last_change;
+    bit<32> last_seq;
+    bit<64> sum;           // FRAC32 widened
+    bit<8>  due;
 }
 
 // record: prob = pm (FRAC32), state0 = packets BMv2 dropped before this one (the gap),
-// event = the change to pm.
-control Blue(in port_t port,
+// arr_seq, event = the change to pm.
+control Blue(in bit<32> index,
              in bit<1> fresh,
-             in blue_params_t p,
+             in blue_h p,
              in standard_metadata_t std_meta,
              in bit<32> arr_seq,
              inout aqm_record_t rec,
-             out bool fire) {
+             out bit<1> fire) {
 
     register<frac32_t>(PORT_SLOTS) prob_reg;
     register<bit<48>>(PORT_SLOTS) last_change_reg;
     register<bit<32>>(PORT_SLOTS) last_seq_reg;
+    blue_vars_h v;
 
     apply {
-        frac32_t prob;
-        bit<48> last_change;
-        bit<32> last_seq;
-        prob_reg.read(prob, (bit<32>)port);
-        last_change_reg.read(last_change, (bit<32>)port);
-        last_seq_reg.read(last_seq, (bit<32>)port);
+        v.setValid();
+        prob_reg.read(rec.prob, index);
+        last_change_reg.read(v.last_change, index);
+        last_seq_reg.read(v.last_seq, index);
         if (fresh == 1) {
-            prob = 0;
-            last_change = 0;
-            last_seq = arr_seq - 1;
+            rec.prob = 0;
+            v.last_change = 0;
+            v.last_seq = arr_seq - 1;
         }
-        bit<32> lost = arr_seq - last_seq - 1;
-        bit<48> arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
-        bool due = elapsed_since(last_change, arrival) > (bit<48>)p.freeze_time;
+        rec.arr_seq = arr_seq;
+        rec.state0 = arr_seq - v.last_seq - 1;
+        v.arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
+        v.due = 0;
+        if (v.arrival - v.last_change <= 0x7fffffffffff
+                && v.arrival - v.last_change > (bit<48>)p.freeze_time) {
+            v.due = 1;
+        }
 
-        if (lost != 0 || (bit<32>)std_meta.enq_qdepth >= p.threshold) {
+        if (rec.state0 != 0 || (bit<32>)std_meta.enq_qdepth >= p.threshold) {
             rec.event = EVENT_HELD;
-            if (due) {
-                prob = frac32_add(prob, p.d1);
-                last_change = arrival;
+            if (v.due == 1) {
+                v.sum = (bit<64>)rec.prob + (bit<64>)p.d1;
+                if (v.sum > (bit<64>)FRAC32_ONE) {
+                    v.sum = (bit<64>)FRAC32_ONE;
+                }
+                rec.prob = (frac32_t)v.sum;
+                v.last_change = v.arrival;
                 rec.event = EVENT_INCREASE;
             }
         } else if (std_meta.enq_qdepth == 0) {
             rec.event = EVENT_HELD;
-            if (due) {
-                prob = frac32_sub(prob, p.d2);
-                last_change = arrival;
+            if (v.due == 1) {
+                if (p.d2 < rec.prob) {
+                    rec.prob = rec.prob - p.d2;
+                } else {
+                    rec.prob = 0;
+                }
+                v.last_change = v.arrival;
                 rec.event = EVENT_DECREASE;
             }
         }
-        prob_reg.write((bit<32>)port, prob);
-        last_change_reg.write((bit<32>)port, last_change);
-        last_seq_reg.write((bit<32>)port, arr_seq);
+        prob_reg.write(index, rec.prob);
+        last_change_reg.write(index, v.last_change);
+        last_seq_reg.write(index, arr_seq);
 
-        rec.arr_seq = arr_seq;
         rec.region = REGION_NONE;
-        if (prob != 0) {
+        if (rec.prob != 0) {
             rec.region = REGION_A;
         }
-        fire = rec.rnd < prob;
-        rec.prob = prob;
-        rec.state0 = lost;
+        fire = 0;
+        if (rec.rnd < rec.prob) {
+            fire = 1;
+        }
     }
 }
 

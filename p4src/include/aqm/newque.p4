@@ -23,7 +23,7 @@ const bit<8> ALGO_NEWQUE = 3;
 // T (USEC) * g (RATE) * RATE_USEC_TO_FRAC32 >> 32 is T g in FRAC32: 2^16 / 10^6 * 2^32.
 const bit<96> RATE_USEC_TO_FRAC32 = 281474977;
 
-struct newque_params_t {
+header newque_h {
     frac32_t alpha;
     frac32_t beta;
     usec_t   min_interval;
@@ -31,50 +31,79 @@ struct newque_params_t {
     bit<8>   rate_shift;
 }
 
-action newque(inout aqm_common_t c, inout newque_params_t p, bit<16> epoch_id,
-              bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, bit<2> ecn_mode,
-              frac32_t alpha, frac32_t beta, usec_t min_interval, rate_t capacity,
-              bit<8> rate_shift) {
-    aqm_common(c, ALGO_NEWQUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random);
-    p.alpha = alpha;
-    p.beta = beta;
-    p.min_interval = min_interval;
-    p.capacity = capacity;
-    p.rate_shift = rate_shift;
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them.
+#define NEWQUE_ACTIONS \
+    action newque(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+                  bit<32> limit, bit<2> ecn_mode, frac32_t alpha, frac32_t beta, \
+                  usec_t min_interval, rate_t capacity, bit<8> rate_shift) { \
+        aqm_common(ALGO_NEWQUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        meta.aqm.newque.setValid(); \
+        meta.aqm.newque.alpha = alpha; \
+        meta.aqm.newque.beta = beta; \
+        meta.aqm.newque.min_interval = min_interval; \
+        meta.aqm.newque.capacity = capacity; \
+        meta.aqm.newque.rate_shift = rate_shift; \
+    }
+
+header newque_vars_h {
+    bit<48> arrival;        // USEC48
+    bit<48> last_arrival;
+    bit<48> last_change;
+    bit<48> gap;            // T
+    bit<48> b;
+    bit<16> bucket;
+    rate_t  gain;           // (1 - e^(-T/K)) / T, RATE per packet
+    bit<96> spent;          // T g, FRAC32 widened
+    bit<96> keep;           // e^(-T/K) = 1 - T g
+    bit<96> rate;           // RATE widened
+    bit<64> sum;            // FRAC32 widened
+    bit<8>  hit;
+    bit<8>  due;
+    bit<8>  over;
 }
 
 // record: prob = P (FRAC32), state0 = r (RATE), event = the change to P.
-control Newque(in port_t port,
+control Newque(in bit<32> index,
                in bit<1> fresh,
-               in aqm_common_t c,
-               in newque_params_t p,
+               in aqm_common_h c,
+               in newque_h p,
                in standard_metadata_t std_meta,
                inout aqm_record_t rec,
-               out bool fire) {
+               out bit<1> fire) {
 
     register<frac32_t>(PORT_SLOTS) prob_reg;
     register<rate_t>(PORT_SLOTS) rate_reg;
     register<bit<48>>(PORT_SLOTS) last_arrival_reg;
     register<bit<48>>(PORT_SLOTS) last_change_reg;
-
-    bit<16> bucket;
-    rate_t gain_start;      // (1 - e^(-T/K)) / T, RATE per packet
-    rate_t gain_drop;
+    newque_vars_h v;
 
     action gain(rate_t gain_at_start, rate_t gain_drop_across) {
-        gain_start = gain_at_start;
-        gain_drop = gain_drop_across;
+        v.hit = 1;
+        v.gain = INTERPOLATE(gain_at_start, gain_drop_across,
+                             v.gap & ((48w1 << p.rate_shift) - 1), p.rate_shift);
     }
 
     action beyond() {
-        gain_start = 0;
-        gain_drop = 0;
+        v.hit = 0;
+        v.gain = 0;
+    }
+
+    // Straight-line code in an action: p4c does not propagate its values as expressions
+    // into the register calls (each would become a temporary).
+    action load() {
+        v.setValid();
+        prob_reg.read(rec.prob, index);
+        rate_reg.read(rec.state0, index);
+        last_arrival_reg.read(v.last_arrival, index);
+        last_change_reg.read(v.last_change, index);
+        v.arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
     }
 
     table newque_rate {
         key = {
-            port: exact @name("port");
-            bucket: exact @name("bucket");
+            index: exact @name("port");
+            v.bucket: exact @name("bucket");
         }
         actions = { gain; @defaultonly beyond; }
         const default_action = beyond();
@@ -82,74 +111,84 @@ control Newque(in port_t port,
     }
 
     apply {
-        frac32_t prob;
-        rate_t rate;
-        bit<48> last_arrival;
-        bit<48> last_change;
-        prob_reg.read(prob, (bit<32>)port);
-        rate_reg.read(rate, (bit<32>)port);
-        last_arrival_reg.read(last_arrival, (bit<32>)port);
-        last_change_reg.read(last_change, (bit<32>)port);
-        bit<48> arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
+        load();
         if (fresh == 1) {
-            prob = 0;
-            rate = 0;
-            last_arrival = arrival;
-            last_change = 0;
+            rec.prob = 0;
+            rec.state0 = 0;
+            v.last_arrival = v.arrival;
+            v.last_change = 0;
         }
 
-        bit<48> gap = elapsed_since(last_arrival, arrival);
-        bucket = bucket_of(gap, p.rate_shift);
-        if (newque_rate.apply().hit) {
-            rate_t g = interpolate(gain_start, gain_drop, gap & ((48w1 << p.rate_shift) - 1),
-                                   p.rate_shift);
-            bit<96> spent = ((bit<96>)gap * (bit<96>)g * RATE_USEC_TO_FRAC32) >> 32;
-            bit<96> keep = 0;
-            if (spent < 96w0x100000000) {
-                keep = 96w0x100000000 - spent;
-                if (keep > (bit<96>)FRAC32_ONE) {
-                    keep = (bit<96>)FRAC32_ONE;
+        v.gap = v.arrival - v.last_arrival;
+        if (v.gap > 0x7fffffffffff) {
+            v.gap = 0;
+        }
+        v.b = v.gap >> p.rate_shift;
+        if (v.b > (bit<48>)BUCKET_MAX) {
+            v.b = (bit<48>)BUCKET_MAX;
+        }
+        v.bucket = (bit<16>)v.b;
+        newque_rate.apply();
+        if (v.hit == 1) {
+            v.spent = ((bit<96>)v.gap * (bit<96>)v.gain * RATE_USEC_TO_FRAC32) >> 32;
+            v.keep = 0;
+            if (v.spent < 96w0x100000000) {
+                v.keep = 96w0x100000000 - v.spent;
+                if (v.keep > (bit<96>)FRAC32_ONE) {
+                    v.keep = (bit<96>)FRAC32_ONE;
                 }
             }
-            bit<96> r = (bit<96>)g + ((keep * (bit<96>)rate) >> 32);
-            if (r > (bit<96>)0xffffffff) {
-                r = (bit<96>)0xffffffff;
+            v.rate = (bit<96>)v.gain + ((v.keep * (bit<96>)rec.state0) >> 32);
+            if (v.rate > (bit<96>)0xffffffff) {
+                v.rate = (bit<96>)0xffffffff;
             }
-            rate = (rate_t)r;
+            rec.state0 = (rate_t)v.rate;
         } else {
-            rate = 0;
+            rec.state0 = 0;
         }
 
-        bool due = elapsed_since(last_change, arrival) > (bit<48>)p.min_interval;
-        bool over = rate >= p.capacity;
-        if (over || (bit<32>)std_meta.enq_qdepth + 1 >= c.limit) {
-            rec.event = EVENT_HELD;
-            if (due) {
-                prob = frac32_add(prob, p.alpha);
-                last_change = arrival;
+        v.due = 0;
+        if (v.arrival - v.last_change <= 0x7fffffffffff
+                && v.arrival - v.last_change > (bit<48>)p.min_interval) {
+            v.due = 1;
+        }
+        v.over = 0;
+        if (rec.state0 >= p.capacity) {
+            v.over = 1;
+        }
+        rec.event = EVENT_HELD;
+        if (v.over == 1 || (bit<32>)std_meta.enq_qdepth + 1 >= c.limit) {
+            if (v.due == 1) {
+                v.sum = (bit<64>)rec.prob + (bit<64>)p.alpha;
+                if (v.sum > (bit<64>)FRAC32_ONE) {
+                    v.sum = (bit<64>)FRAC32_ONE;
+                }
+                rec.prob = (frac32_t)v.sum;
+                v.last_change = v.arrival;
                 rec.event = EVENT_INCREASE;
             }
-        } else {
-            rec.event = EVENT_HELD;
-            if (due) {
-                prob = frac32_sub(prob, p.beta);
-                last_change = arrival;
-                rec.event = EVENT_DECREASE;
+        } else if (v.due == 1) {
+            if (p.beta < rec.prob) {
+                rec.prob = rec.prob - p.beta;
+            } else {
+                rec.prob = 0;
+            }
+            v.last_change = v.arrival;
+            rec.event = EVENT_DECREASE;
+        }
+        prob_reg.write(index, rec.prob);
+        rate_reg.write(index, rec.state0);
+        last_arrival_reg.write(index, v.arrival);
+        last_change_reg.write(index, v.last_change);
+
+        fire = 0;
+        rec.region = REGION_NONE;
+        if (v.over == 1) {
+            rec.region = REGION_A;
+            if (rec.rnd < rec.prob) {
+                fire = 1;
             }
         }
-        prob_reg.write((bit<32>)port, prob);
-        rate_reg.write((bit<32>)port, rate);
-        last_arrival_reg.write((bit<32>)port, arrival);
-        last_change_reg.write((bit<32>)port, last_change);
-
-        fire = false;
-        rec.region = REGION_NONE;
-        if (over) {
-            rec.region = REGION_A;
-            fire = rec.rnd < prob;
-        }
-        rec.prob = prob;
-        rec.state0 = rate;
     }
 }
 

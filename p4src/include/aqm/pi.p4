@@ -16,7 +16,7 @@
 // Every packet is marked (ECT) or dropped (Not-ECT) with p.
 const bit<8> ALGO_PI = 5;
 
-struct pi_params_t {
+header pi_h {
     gain48_t a;
     gain48_t b;
     p48_t    a_qref;
@@ -26,91 +26,107 @@ struct pi_params_t {
     bit<32>  inv_interval;  // ceil(2^32 / interval)
 }
 
-action pi(inout aqm_common_t c, inout pi_params_t p, bit<16> epoch_id,
-          bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, bit<2> ecn_mode,
-          gain48_t a, gain48_t b, p48_t a_qref, p48_t b_qref, p48_t idle_step,
-          usec_t interval, bit<32> inv_interval) {
-    aqm_common(c, ALGO_PI, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random);
-    p.a = a;
-    p.b = b;
-    p.a_qref = a_qref;
-    p.b_qref = b_qref;
-    p.idle_step = idle_step;
-    p.interval = interval;
-    p.inv_interval = inv_interval;
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them.
+#define PI_ACTIONS \
+    action pi(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+              bit<2> ecn_mode, gain48_t a, gain48_t b, p48_t a_qref, p48_t b_qref, \
+              p48_t idle_step, usec_t interval, bit<32> inv_interval) { \
+        aqm_common(ALGO_PI, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        meta.aqm.pi.setValid(); \
+        meta.aqm.pi.a = a; \
+        meta.aqm.pi.b = b; \
+        meta.aqm.pi.a_qref = a_qref; \
+        meta.aqm.pi.b_qref = b_qref; \
+        meta.aqm.pi.idle_step = idle_step; \
+        meta.aqm.pi.interval = interval; \
+        meta.aqm.pi.inv_interval = inv_interval; \
+    }
+
+header pi_vars_h {
+    bit<32> missed;        // intervals that passed without a packet
+    bit<8>  due;           // this packet runs the update
+    p48_t   prob;
+    bit<96> idle;          // the missed intervals' decrease, P48 widened
+    p48_t   down;
+    bit<64> p32;
 }
 
 // record: prob = p (FRAC32), state0 = q_old (packets), state1 = intervals this packet
-// closed (0, or 1 + missed), event = EVENT_UPDATE when it ran the update.
-control Pi(in port_t port,
+// closed (0, or 1 + missed), event = EVENT_UPDATE when it ran the update, and then
+// deq_qdepth = the q it used.
+control Pi(in bit<32> index,
            in bit<1> fresh,
-           in pi_params_t p,
+           in pi_h p,
            in standard_metadata_t std_meta,
            inout aqm_record_t rec,
-           out bool fire) {
+           out bit<1> fire) {
 
     IntervalClock() clock;
     register<p48_t>(PORT_SLOTS) prob_reg;
     register<bit<32>>(PORT_SLOTS) q_old_reg;
+    pi_vars_h v;
+
+    // An action: p4c does not propagate the cast into the register call (a temporary).
+    action sample_queue() {
+        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
+    }
 
     apply {
-        p48_t prob;
-        bit<32> q_old;
-        prob_reg.read(prob, (bit<32>)port);
-        q_old_reg.read(q_old, (bit<32>)port);
+        v.setValid();
+        prob_reg.read(v.prob, index);
+        q_old_reg.read(rec.state0, index);
         if (fresh == 1) {
-            prob = 0;
-            q_old = 0;
+            v.prob = 0;
+            rec.state0 = 0;
         }
-        bool due;
-        bit<32> missed;
-        clock.apply(port, fresh, std_meta.egress_global_timestamp, p.interval, p.inv_interval,
-                    due, missed);
-        if (due) {
-            if (missed != 0) {
-                bit<96> idle = (bit<96>)p.b * (bit<96>)q_old
-                               + (bit<96>)p.idle_step * (bit<96>)missed;
-                if (idle >= (bit<96>)prob) {
-                    prob = 0;
+        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.interval,
+                    p.inv_interval, v.due, v.missed);
+        if (v.due == 1) {
+            if (v.missed != 0) {
+                v.idle = (bit<96>)p.b * (bit<96>)rec.state0
+                         + (bit<96>)p.idle_step * (bit<96>)v.missed;
+                if (v.idle >= (bit<96>)v.prob) {
+                    v.prob = 0;
                 } else {
-                    prob = prob - (p48_t)idle;
+                    v.prob = v.prob - (p48_t)v.idle;
                 }
-                q_old = 0;
+                rec.state0 = 0;
             }
-            bit<32> q = (bit<32>)std_meta.deq_qdepth;
-            rec.deq_qdepth = q;
-            p48_t up = p.a * (p48_t)q + p.b_qref;
-            p48_t down = p.a_qref + p.b * (p48_t)q_old;
-            prob = prob + up;
-            if (down >= prob) {
-                prob = 0;
+            sample_queue();
+            v.down = p.a_qref + p.b * (p48_t)rec.state0;
+            v.prob = v.prob + p.a * (p48_t)rec.deq_qdepth + p.b_qref;
+            if (v.down >= v.prob) {
+                v.prob = 0;
             } else {
-                prob = prob - down;
+                v.prob = v.prob - v.down;
             }
-            if (prob > P48_ONE) {
-                prob = P48_ONE;
+            if (v.prob > P48_ONE) {
+                v.prob = P48_ONE;
             }
-            q_old = q;
-            prob_reg.write((bit<32>)port, prob);
-            q_old_reg.write((bit<32>)port, q_old);
+            rec.state0 = rec.deq_qdepth;
+            prob_reg.write(index, v.prob);
+            q_old_reg.write(index, rec.state0);
             rec.event = EVENT_UPDATE;
-            rec.state1 = missed + 1;
+            rec.state1 = v.missed + 1;
         } else if (fresh == 1) {
-            prob_reg.write((bit<32>)port, prob);
-            q_old_reg.write((bit<32>)port, q_old);
+            prob_reg.write(index, v.prob);
+            q_old_reg.write(index, rec.state0);
         }
 
-        bit<64> p32 = prob >> 16;
-        if (p32 > (bit<64>)FRAC32_ONE) {
-            p32 = (bit<64>)FRAC32_ONE;
+        v.p32 = v.prob >> 16;
+        if (v.p32 > (bit<64>)FRAC32_ONE) {
+            v.p32 = (bit<64>)FRAC32_ONE;
         }
-        rec.prob = (frac32_t)p32;
+        rec.prob = (frac32_t)v.p32;
         rec.region = REGION_NONE;
         if (rec.prob != 0) {
             rec.region = REGION_A;
         }
-        fire = rec.rnd < rec.prob;
-        rec.state0 = q_old;
+        fire = 0;
+        if (rec.rnd < rec.prob) {
+            fire = 1;
+        }
     }
 }
 

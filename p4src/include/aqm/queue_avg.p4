@@ -14,7 +14,17 @@
 // lookup: the controller writes, per bucket of 2^idle_shift microseconds, the factor at
 // the bucket's start and how much it falls across the bucket; the data plane interpolates
 // linearly. An idle time past the last bucket misses and resets the average to 0.
-control QueueAverage(in port_t port,
+
+header queue_avg_h {
+    bit<64> avg;             // QAVG
+    bit<64> q;               // QAVG
+    bit<48> last_departure;  // USEC48: when the previous packet left (start of idleness)
+    bit<48> idle;            // USEC48
+    bit<48> b;
+    bit<16> bucket;
+}
+
+control QueueAverage(in bit<32> index,
                      in bit<1> fresh,
                      in frac32_t wq,
                      in bit<8> idle_shift,
@@ -22,27 +32,23 @@ control QueueAverage(in port_t port,
                      out qpkt_t avg_qpkt) {
 
     register<qavg_t>(PORT_SLOTS) avg_reg;
-    // USEC48: when the previous packet left the queue (start of the idle period).
     register<bit<48>>(PORT_SLOTS) last_departure_reg;
+    queue_avg_h v;
 
-    bit<16> bucket;
-    frac32_t start;
-    frac32_t drop;
-
+    // avg *= the factor interpolated in the bucket (FRAC32).
     action decay(frac32_t start_factor, frac32_t drop_across) {
-        start = start_factor;
-        drop = drop_across;
+        v.avg = (qavg_t)(((bit<96>)v.avg * (bit<96>)INTERPOLATE(start_factor, drop_across,
+                             v.idle & ((48w1 << idle_shift) - 1), idle_shift)) >> 32);
     }
 
     action decay_to_zero() {
-        start = 0;
-        drop = 0;
+        v.avg = 0;
     }
 
     table idle_decay {
         key = {
-            port: exact @name("port");
-            bucket: exact @name("bucket");
+            index: exact @name("port");
+            v.bucket: exact @name("bucket");
         }
         actions = { decay; @defaultonly decay_to_zero; }
         const default_action = decay_to_zero();
@@ -50,37 +56,40 @@ control QueueAverage(in port_t port,
     }
 
     apply {
-        qavg_t avg;
-        bit<48> last_departure;
-        avg_reg.read(avg, (bit<32>)port);
-        last_departure_reg.read(last_departure, (bit<32>)port);
+        v.setValid();
+        avg_reg.read(v.avg, index);
+        last_departure_reg.read(v.last_departure, index);
         if (fresh == 1) {
-            avg = 0;
-            last_departure = 0;
+            v.avg = 0;
+            v.last_departure = 0;
         }
-        bit<48> now = std_meta.egress_global_timestamp;
         if (std_meta.enq_qdepth == 0) {
-            bit<48> idle = elapsed_since(last_departure, now - (bit<48>)std_meta.deq_timedelta);
-            bucket = bucket_of(idle, idle_shift);
-            idle_decay.apply();
-            frac32_t factor = interpolate(start, drop, idle & ((48w1 << idle_shift) - 1),
-                                          idle_shift);
-            avg = (qavg_t)(((bit<96>)avg * (bit<96>)factor) >> 32);
-        } else {
-            bit<19> depth = std_meta.enq_qdepth;
-            if (depth > QDEPTH_MAX) {
-                depth = QDEPTH_MAX;
+            // The previous departure can be stamped a little after this arrival.
+            v.idle = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta
+                     - v.last_departure;
+            if (v.idle > 0x7fffffffffff) {
+                v.idle = 0;
             }
-            qavg_t q = ((qavg_t)depth) << 32;
-            if (q >= avg) {
-                avg = avg + (qavg_t)(((bit<96>)(q - avg) * (bit<96>)wq) >> 32);
+            v.b = v.idle >> idle_shift;
+            if (v.b > (bit<48>)BUCKET_MAX) {
+                v.b = (bit<48>)BUCKET_MAX;
+            }
+            v.bucket = (bit<16>)v.b;
+            idle_decay.apply();
+        } else {
+            v.q = (qavg_t)std_meta.enq_qdepth << 32;
+            if (std_meta.enq_qdepth > QDEPTH_MAX) {
+                v.q = 64w0xffff00000000;   // QDEPTH_MAX packets
+            }
+            if (v.q >= v.avg) {
+                v.avg = v.avg + (qavg_t)(((bit<96>)(v.q - v.avg) * (bit<96>)wq) >> 32);
             } else {
-                avg = avg - (qavg_t)(((bit<96>)(avg - q) * (bit<96>)wq) >> 32);
+                v.avg = v.avg - (qavg_t)(((bit<96>)(v.avg - v.q) * (bit<96>)wq) >> 32);
             }
         }
-        avg_reg.write((bit<32>)port, avg);
-        last_departure_reg.write((bit<32>)port, now);
-        avg_qpkt = (qpkt_t)(avg >> 16);
+        avg_reg.write(index, v.avg);
+        last_departure_reg.write(index, std_meta.egress_global_timestamp);
+        avg_qpkt = (qpkt_t)(v.avg >> 16);
     }
 }
 

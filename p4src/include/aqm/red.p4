@@ -11,65 +11,55 @@
 // control with two codepoints.
 const bit<8> ALGO_RED = 2;
 
-struct red_params_t {
-    frac32_t wq;
-    bit<8>   idle_shift;  // idle_decay bucket = idle time (USEC) >> idle_shift
-    ramp_t   ramp;
-}
-
-// Region A is [minth, maxth); B is the gentle ramp [maxth, hardth) from maxp to 1, empty
-// when hardth == maxth (gentle off).
-action red_ramp(inout red_params_t p, frac32_t wq, bit<8> idle_shift, qpkt_t minth,
-                qpkt_t maxth, qpkt_t hardth, slope_t slope, frac32_t maxp,
-                slope_t gentle_slope) {
-    p.wq = wq;
-    p.idle_shift = idle_shift;
-    p.ramp.t0 = minth;
-    p.ramp.t1 = maxth;
-    p.ramp.t2 = hardth;
-    p.ramp.slope_a = slope;
-    p.ramp.base_b = maxp;
-    p.ramp.slope_b = gentle_slope;
-}
-
-action red(inout aqm_common_t c, inout red_params_t p, bit<16> epoch_id, bit<32> prng_seed,
-           bit<1> use_bmv2_random, bit<32> limit, frac32_t wq, bit<8> idle_shift,
-           qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope, frac32_t maxp,
-           slope_t gentle_slope) {
-    aqm_common(c, ALGO_RED, ECN_MODE_DROP, limit, epoch_id, prng_seed, use_bmv2_random);
-    red_ramp(p, wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope);
-}
-
-action red_ecn(inout aqm_common_t c, inout red_params_t p, bit<16> epoch_id, bit<32> prng_seed,
-               bit<1> use_bmv2_random, bit<32> limit, frac32_t wq, bit<8> idle_shift,
-               qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope, frac32_t maxp,
-               slope_t gentle_slope) {
-    aqm_common(c, ALGO_RED, ECN_MODE_MARK, limit, epoch_id, prng_seed, use_bmv2_random);
-    red_ramp(p, wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope);
-}
-
-action ecnm(inout aqm_common_t c, inout red_params_t p, bit<16> epoch_id, bit<32> prng_seed,
-            bit<1> use_bmv2_random, bit<32> limit, frac32_t wq, bit<8> idle_shift,
-            qpkt_t minth, qpkt_t maxth, qpkt_t hardth, slope_t slope, frac32_t maxp,
-            slope_t gentle_slope) {
-    aqm_common(c, ALGO_RED, ECN_MODE_MARK_ALWAYS, limit, epoch_id, prng_seed, use_bmv2_random);
-    red_ramp(p, wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope);
-}
+// The aqm_config actions, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them. Region A is
+// [minth, maxth); B is the gentle ramp [maxth, hardth) from maxp to 1, empty when
+// hardth == maxth (gentle off).
+#define RED_ACTIONS \
+    action red_ramp(frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
+                    qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope) { \
+        meta.aqm.red.setValid(); \
+        meta.aqm.red.wq = wq; \
+        meta.aqm.red.idle_shift = idle_shift; \
+        meta.aqm.red.t0 = minth; \
+        meta.aqm.red.t1 = maxth; \
+        meta.aqm.red.t2 = hardth; \
+        meta.aqm.red.slope_a = slope; \
+        meta.aqm.red.base_b = maxp; \
+        meta.aqm.red.slope_b = gentle_slope; \
+    } \
+    action red(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+            bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope) { \
+        aqm_common(ALGO_RED, ECN_MODE_DROP, limit, epoch_id, prng_seed, use_bmv2_random); \
+        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope); \
+    } \
+    action red_ecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+            bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope) { \
+        aqm_common(ALGO_RED, ECN_MODE_MARK, limit, epoch_id, prng_seed, use_bmv2_random); \
+        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope); \
+    } \
+    action ecnm(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+            bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope) { \
+        aqm_common(ALGO_RED, ECN_MODE_MARK_ALWAYS, limit, epoch_id, prng_seed, use_bmv2_random); \
+        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope); \
+    }
 
 // record: avg (QPKT), prob = pb (FRAC32), count (unmarked packets before this one).
-control Red(in port_t port,
+control Red(in bit<32> index,
             in bit<1> fresh,
-            in red_params_t p,
+            in red_h p,
             in standard_metadata_t std_meta,
             inout aqm_record_t rec,
-            out bool fire) {
+            out bit<1> fire) {
     QueueAverage() queue_avg;
     Marker() marker;
 
     apply {
-        queue_avg.apply(port, fresh, p.wq, p.idle_shift, std_meta, rec.avg);
-        marker.apply(port, fresh, p.ramp, rec.avg, rec.rnd, rec.region, rec.prob, rec.count,
-                     fire);
+        queue_avg.apply(index, fresh, p.wq, p.idle_shift, std_meta, rec.avg);
+        marker.apply(index, fresh, p, rec, fire);
     }
 }
 

@@ -21,7 +21,7 @@ const bit<8> ALGO_REM = 6;
 const bit<32> REM_X_MAX = 0xffffff;
 const price_t REM_PRICE_MAX = 0x3fffffffffffffff;
 
-struct rem_params_t {
+header rem_h {
     price_t gamma_alpha;   // PRICE per packet of backlog
     price_t gamma;         // PRICE per arrival
     price_t down;          // PRICE per interval: gamma (alpha b* + c)
@@ -31,53 +31,66 @@ struct rem_params_t {
     bit<8>  mark_shift;
 }
 
-action rem(inout aqm_common_t c, inout rem_params_t p, bit<16> epoch_id,
-           bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, bit<2> ecn_mode,
-           price_t gamma_alpha, price_t gamma, price_t down, usec_t interval,
-           bit<32> inv_interval, bit<8> in_shift, bit<8> mark_shift) {
-    aqm_common(c, ALGO_REM, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random);
-    p.gamma_alpha = gamma_alpha;
-    p.gamma = gamma;
-    p.down = down;
-    p.interval = interval;
-    p.inv_interval = inv_interval;
-    p.in_shift = in_shift;
-    p.mark_shift = mark_shift;
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them.
+#define REM_ACTIONS \
+    action rem(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+               bit<2> ecn_mode, price_t gamma_alpha, price_t gamma, price_t down, \
+               usec_t interval, bit<32> inv_interval, bit<8> in_shift, bit<8> mark_shift) { \
+        aqm_common(ALGO_REM, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        meta.aqm.rem.setValid(); \
+        meta.aqm.rem.gamma_alpha = gamma_alpha; \
+        meta.aqm.rem.gamma = gamma; \
+        meta.aqm.rem.down = down; \
+        meta.aqm.rem.interval = interval; \
+        meta.aqm.rem.inv_interval = inv_interval; \
+        meta.aqm.rem.in_shift = in_shift; \
+        meta.aqm.rem.mark_shift = mark_shift; \
+    }
+
+header rem_vars_h {
+    bit<32> missed;        // intervals that passed without a packet
+    bit<8>  due;           // this packet runs the update
+    price_t price;
+    bit<32> seq;           // arrival number at the last update
+    bit<96> idle;          // the missed intervals' decrease, PRICE widened
+    bit<64> key;           // the marking table's input
+    bit<64> b;
+    bit<16> bucket;
 }
 
 // record: prob = marking probability (FRAC32), state0 = price * 2^16 (saturated),
-// state1 = x of the interval this packet closed, event = EVENT_UPDATE when it did.
-control Rem(in port_t port,
+// state1 = x of the interval this packet closed, event = EVENT_UPDATE when it did (and then
+// deq_qdepth = the backlog it used), arr_seq.
+control Rem(in bit<32> index,
             in bit<1> fresh,
-            in rem_params_t p,
+            in rem_h p,
             in standard_metadata_t std_meta,
             in bit<32> arr_seq,
             inout aqm_record_t rec,
-            out bool fire) {
+            out bit<1> fire) {
 
     IntervalClock() clock;
     register<price_t>(PORT_SLOTS) price_reg;
     register<frac32_t>(PORT_SLOTS) mark_reg;
     register<bit<32>>(PORT_SLOTS) seq_reg;
+    rem_vars_h v;
 
-    bit<16> bucket;
-    frac32_t start;
-    frac32_t drop;
-
+    // prob = 1 - phi^(-price), phi^(-price) interpolated in the bucket.
     action factor(frac32_t start_factor, frac32_t drop_across) {
-        start = start_factor;
-        drop = drop_across;
+        rec.prob = FRAC32_ONE - INTERPOLATE(start_factor, drop_across,
+                                            v.key & ((64w1 << p.mark_shift) - 1),
+                                            p.mark_shift);
     }
 
     action beyond() {
-        start = 0;
-        drop = 0;
+        rec.prob = FRAC32_ONE;
     }
 
     table rem_mark {
         key = {
-            port: exact @name("port");
-            bucket: exact @name("bucket");
+            index: exact @name("port");
+            v.bucket: exact @name("bucket");
         }
         actions = { factor; @defaultonly beyond; }
         const default_action = beyond();
@@ -85,75 +98,73 @@ control Rem(in port_t port,
     }
 
     apply {
-        price_t price;
-        frac32_t mark;
-        bit<32> seq;
-        price_reg.read(price, (bit<32>)port);
-        mark_reg.read(mark, (bit<32>)port);
-        seq_reg.read(seq, (bit<32>)port);
+        v.setValid();
+        price_reg.read(v.price, index);
+        mark_reg.read(rec.prob, index);
+        seq_reg.read(v.seq, index);
         if (fresh == 1) {
-            price = 0;
-            mark = 0;
-            seq = arr_seq - 1;
+            v.price = 0;
+            rec.prob = 0;
+            v.seq = arr_seq - 1;
         }
-        bool due;
-        bit<32> missed;
-        clock.apply(port, fresh, std_meta.egress_global_timestamp, p.interval, p.inv_interval,
-                    due, missed);
-        if (due) {
-            bit<96> idle = (bit<96>)p.down * (bit<96>)missed;
-            if (idle >= (bit<96>)price) {
-                price = 0;
+        rec.arr_seq = arr_seq;
+        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.interval,
+                    p.inv_interval, v.due, v.missed);
+        if (v.due == 1) {
+            v.idle = (bit<96>)p.down * (bit<96>)v.missed;
+            if (v.idle >= (bit<96>)v.price) {
+                v.price = 0;
             } else {
-                price = price - (price_t)idle;
+                v.price = v.price - (price_t)v.idle;
             }
             rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
-            bit<32> x = arr_seq - seq;
-            if (x > REM_X_MAX) {
-                x = REM_X_MAX;
+            rec.state1 = arr_seq - v.seq;
+            if (rec.state1 > REM_X_MAX) {
+                rec.state1 = REM_X_MAX;
             }
-            bit<64> up = p.gamma_alpha * (bit<64>)std_meta.deq_qdepth + p.gamma * (bit<64>)x;
-            price = price + up;
-            if (p.down >= price) {
-                price = 0;
+            v.price = v.price + p.gamma_alpha * (bit<64>)rec.deq_qdepth
+                      + p.gamma * (bit<64>)rec.state1;
+            if (p.down >= v.price) {
+                v.price = 0;
             } else {
-                price = price - p.down;
+                v.price = v.price - p.down;
             }
-            if (price > REM_PRICE_MAX) {
-                price = REM_PRICE_MAX;
+            if (v.price > REM_PRICE_MAX) {
+                v.price = REM_PRICE_MAX;
             }
-            bit<64> key = price >> p.in_shift;
-            if (key > 0xffffffff) {
-                key = 0xffffffff;
+            v.key = v.price >> p.in_shift;
+            if (v.key > 0xffffffff) {
+                v.key = 0xffffffff;
             }
-            bucket = bucket_of((bit<48>)key, p.mark_shift);
+            v.b = v.key >> p.mark_shift;
+            if (v.b > (bit<64>)BUCKET_MAX) {
+                v.b = (bit<64>)BUCKET_MAX;
+            }
+            v.bucket = (bit<16>)v.b;
             rem_mark.apply();
-            bit<48> offset = (bit<48>)key & ((48w1 << p.mark_shift) - 1);
-            mark = FRAC32_ONE - interpolate(start, drop, offset, p.mark_shift);
-            seq = arr_seq;
-            price_reg.write((bit<32>)port, price);
-            mark_reg.write((bit<32>)port, mark);
-            seq_reg.write((bit<32>)port, seq);
+            price_reg.write(index, v.price);
+            mark_reg.write(index, rec.prob);
+            seq_reg.write(index, arr_seq);
             rec.event = EVENT_UPDATE;
-            rec.state1 = x;
         } else if (fresh == 1) {
-            price_reg.write((bit<32>)port, price);
-            mark_reg.write((bit<32>)port, mark);
-            seq_reg.write((bit<32>)port, seq);
+            price_reg.write(index, v.price);
+            mark_reg.write(index, rec.prob);
+            seq_reg.write(index, v.seq);
         }
 
-        rec.arr_seq = arr_seq;
-        rec.prob = mark;
         rec.region = REGION_NONE;
-        if (mark != 0) {
+        if (rec.prob != 0) {
             rec.region = REGION_A;
         }
-        fire = rec.rnd < mark;
-        bit<64> shown = price >> 16;
-        if (shown > 0xffffffff) {
-            shown = 0xffffffff;
+        fire = 0;
+        if (rec.rnd < rec.prob) {
+            fire = 1;
         }
-        rec.state0 = (bit<32>)shown;
+        v.key = v.price >> 16;
+        if (v.key > 0xffffffff) {
+            v.key = 0xffffffff;
+        }
+        rec.state0 = (bit<32>)v.key;
     }
 }
 

@@ -5,69 +5,73 @@
 #include "port_epoch.p4"
 #include "prng.p4"
 
-// What every AQM port runs before its algorithm: the record's inputs, the epoch (state
-// resets) and one random draw. It holds no table, so each case of the dispatch can apply it.
-control AqmStart(in port_t port,
-                 in aqm_common_t c,
-                 in headers_t hdr,
-                 in standard_metadata_t std_meta,
-                 inout aqm_record_t rec,
-                 out bit<1> fresh) {
+// Chooses the port's algorithm with the aqm_config table and runs only that algorithm.
+// The table's action (one per algorithm, defined as a macro in the algorithm's file under
+// aqm/ and expanded here) loads the port's epoch, seed and parameters; then the shared prologue runs (the record's
+// inputs, the epoch, one random draw), then the algorithm's control: one `if` per
+// algorithm, the RED family first. Every parameter is action data written over
+// P4Runtime; control_plane/algorithms/ builds these actions from physical values.
+// (A switch on the table's action would dispatch without conditions, but p4c inlines the
+// prologue once per case, and its copies' temporaries cost every packet more than the
+// conditions: see defines.p4.)
+control AqmDispatch(in headers_t hdr,
+                    in bit<2> ecn,
+                    in standard_metadata_t std_meta,
+                    inout local_metadata_t meta,
+                    out bit<1> fresh,
+                    out bit<1> fire) {
     PortEpoch() epoch;
     Prng() prng;
-
-    apply {
-        rec.port = (bit<16>)port;
-        rec.epoch = c.epoch;
-        rec.enq_ts = std_meta.enq_timestamp;
-        rec.deq_timedelta = std_meta.deq_timedelta;
-        rec.egress_ts = std_meta.egress_global_timestamp;
-        rec.qdepth = (bit<32>)std_meta.enq_qdepth;
-        rec.pkt_len = std_meta.packet_length;
-        if (hdr.ipv4.isValid()) {
-            rec.ip_id = hdr.ipv4.identification;
-        }
-        epoch.apply(port, c.epoch, fresh, rec.pkt_seq);
-        prng.apply(port, fresh, c.seed, c.bmv2_random, rec.rnd);
-    }
-}
-
-// Chooses the port's algorithm with the aqm_config table and runs only that algorithm:
-// the table's action (one per algorithm, defined in the algorithm's file under aqm/)
-// loads the port's epoch, seed and parameters, and the switch on it applies the
-// algorithm's control, so the dispatch costs no condition. Every parameter is action data written over P4Runtime;
-// control_plane/algorithms/ builds these actions from physical values.
-control AqmDispatch(in port_t port,
-                    in headers_t hdr,
-                    in standard_metadata_t std_meta,
-                    in bit<32> arr_seq,
-                    inout aqm_params_t p,
-                    inout aqm_record_t rec,
-                    out bit<1> fresh,
-                    out bool fire) {
-    AqmStart() start;
     Red() red_aqm;
     Newque() newque_aqm;
     Blue() blue_aqm;
     Pi() pi_aqm;
     Rem() rem_aqm;
+    AecnGroup() aecn_group;
+    AecnDebt() aecn_debt;
+
+    // The part of every algorithm's aqm_config action that is the same for all.
+    action aqm_common(bit<8> algorithm, bit<2> ecn_mode, bit<32> limit, bit<16> epoch_id,
+                      bit<32> prng_seed, bit<1> use_bmv2_random) {
+        meta.aqm.common.setValid();
+        meta.aqm.common.algorithm = algorithm;
+        meta.aqm.common.ecn_mode = ecn_mode;
+        meta.aqm.common.limit = limit;
+        meta.aqm.common.epoch = epoch_id;
+        meta.aqm.common.seed = prng_seed;
+        meta.aqm.common.bmv2_random = (bit<2>)use_bmv2_random;
+        meta.aqm.common.level_a = ECN_CE;
+        meta.aqm.common.level_b = ECN_CE;
+        meta.group_index = meta.port_index << 2;
+    }
+
+    // One line per algorithm: its aqm_config action(s), from its file under aqm/.
+    DROPTAIL_ACTIONS
+    RED_ACTIONS
+    MECN_ACTIONS
+    NEWQUE_ACTIONS
+    BLUE_ACTIONS
+    PI_ACTIONS
+    REM_ACTIONS
+    AECN_ACTIONS
 
     action no_aqm() {
-        p.common.algorithm = ALGO_NONE;
+        meta.aqm.common.setInvalid();
     }
 
     table aqm_config {
-        key = { port: exact @name("port"); }
+        key = { meta.port_index: exact @name("port"); }
         actions = {
-            droptail(p.common);
-            red(p.common, p.red);
-            red_ecn(p.common, p.red);
-            ecnm(p.common, p.red);
-            mecn(p.common, p.red);
-            newque(p.common, p.newque);
-            blue(p.common, p.blue);
-            pi(p.common, p.pi);
-            rem(p.common, p.rem);
+            droptail;
+            red;
+            red_ecn;
+            ecnm;
+            mecn;
+            newque;
+            blue;
+            pi;
+            rem;
+            aecn;
             @defaultonly no_aqm;
         }
         const default_action = no_aqm();
@@ -76,30 +80,40 @@ control AqmDispatch(in port_t port,
 
     apply {
         fresh = 0;
-        fire = false;
-        switch (aqm_config.apply().action_run) {
-            droptail: {
-                start.apply(port, p.common, hdr, std_meta, rec, fresh);
+        fire = 0;
+        if (aqm_config.apply().hit) {
+            meta.rec.port = (bit<16>)std_meta.egress_port;
+            meta.rec.enq_ts = std_meta.enq_timestamp;
+            meta.rec.deq_timedelta = std_meta.deq_timedelta;
+            meta.rec.egress_ts = std_meta.egress_global_timestamp;
+            meta.rec.qdepth = (bit<32>)std_meta.enq_qdepth;
+            meta.rec.pkt_len = std_meta.packet_length;
+            if (hdr.ipv4.isValid()) {
+                meta.rec.ip_id = hdr.ipv4.identification;
             }
-            red: red_ecn: ecnm: mecn: {
-                start.apply(port, p.common, hdr, std_meta, rec, fresh);
-                red_aqm.apply(port, fresh, p.red, std_meta, rec, fire);
-            }
-            newque: {
-                start.apply(port, p.common, hdr, std_meta, rec, fresh);
-                newque_aqm.apply(port, fresh, p.common, p.newque, std_meta, rec, fire);
-            }
-            blue: {
-                start.apply(port, p.common, hdr, std_meta, rec, fresh);
-                blue_aqm.apply(port, fresh, p.blue, std_meta, arr_seq, rec, fire);
-            }
-            pi: {
-                start.apply(port, p.common, hdr, std_meta, rec, fresh);
-                pi_aqm.apply(port, fresh, p.pi, std_meta, rec, fire);
-            }
-            rem: {
-                start.apply(port, p.common, hdr, std_meta, rec, fresh);
-                rem_aqm.apply(port, fresh, p.rem, std_meta, arr_seq, rec, fire);
+            epoch.apply(meta.port_index, meta.aqm.common.epoch, fresh, meta.rec);
+            prng.apply(meta.port_index, fresh, meta.aqm.common, meta.rec);
+            if (meta.aqm.common.algorithm == ALGO_RED || meta.aqm.common.algorithm == ALGO_AECN) {
+                // AECN is RED+ECN with a ramp per RTT group and decisions owed per group.
+                if (meta.aqm.common.algorithm == ALGO_AECN) {
+                    aecn_group.apply(meta.port_index, meta.aqm.aecn, meta.aqm.red, hdr, meta.rtt_us,
+                                     std_meta, meta.rec, meta.group_index);
+                }
+                red_aqm.apply(meta.port_index, fresh, meta.aqm.red, std_meta, meta.rec, fire);
+                if (meta.aqm.common.algorithm == ALGO_AECN) {
+                    aecn_debt.apply(meta.port_index, fresh, meta.aqm.aecn, ecn, meta.rec, fire);
+                }
+            } else if (meta.aqm.common.algorithm == ALGO_NEWQUE) {
+                newque_aqm.apply(meta.port_index, fresh, meta.aqm.common, meta.aqm.newque, std_meta,
+                                 meta.rec, fire);
+            } else if (meta.aqm.common.algorithm == ALGO_BLUE) {
+                blue_aqm.apply(meta.port_index, fresh, meta.aqm.blue, std_meta, meta.arr_seq,
+                               meta.rec, fire);
+            } else if (meta.aqm.common.algorithm == ALGO_PI) {
+                pi_aqm.apply(meta.port_index, fresh, meta.aqm.pi, std_meta, meta.rec, fire);
+            } else if (meta.aqm.common.algorithm == ALGO_REM) {
+                rem_aqm.apply(meta.port_index, fresh, meta.aqm.rem, std_meta, meta.arr_seq, meta.rec,
+                              fire);
             }
         }
     }

@@ -24,17 +24,18 @@ control Forwarding(inout headers_t hdr,
         ingress_drops.count(reason);
     }
 
-    // Hands the packet to a port's queue: counted, and numbered (meta.arr_seq).
-    action enqueue(port_t port) {
-        bit<32> index = (bit<32>)port;
-        std_meta.egress_spec = port;
-        enqueued.count(index);
-        arrivals.read(meta.arr_seq, index);
+    // Hands the packet to a port's queue: counted, and numbered (meta.arr_seq). The port is
+    // given as 32 bits, the width of the register and counter indexes.
+    action enqueue(bit<32> port) {
+        std_meta.egress_spec = (port_t)port;
+        meta.port_index = port;
+        enqueued.count(port);
+        arrivals.read(meta.arr_seq, port);
         meta.arr_seq = meta.arr_seq + 1;
-        arrivals.write(index, meta.arr_seq);
+        arrivals.write(port, meta.arr_seq);
     }
 
-    action route(port_t port, mac_t src_mac, mac_t dst_mac) {
+    action route(bit<32> port, mac_t src_mac, mac_t dst_mac) {
         enqueue(port);
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
@@ -52,7 +53,7 @@ control Forwarding(inout headers_t hdr,
         size = 1024;
     }
 
-    action l2_forward(port_t port) {
+    action l2_forward(bit<32> port) {
         enqueue(port);
     }
 

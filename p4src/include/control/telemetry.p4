@@ -6,44 +6,59 @@
 // Live AQM state reaches the controller as PacketIn: a packet due for export is cloned
 // (egress to egress) to TELEMETRY_SESSION, whose replica goes to CPU_PORT; the clone's
 // egress pass (TelemetryFormat) turns it into a bare telemetry header.
-control TelemetryExport(in port_t port,
+header export_vars_h {
+    bit<32> seq;
+    usec_t  last;
+    usec_t  now;
+    usec_t  interval;
+}
+
+control TelemetryExport(in bit<32> index,
                         in bit<1> fresh,
                         in standard_metadata_t std_meta,
                         inout aqm_record_t rec) {
 
     register<bit<32>>(PORT_SLOTS) tele_seq_reg;
     register<usec_t>(PORT_SLOTS) last_export_reg;
-
-    usec_t interval = 0;
+    export_vars_h v;
 
     // interval_us = 0 exports every packet (conformance tests); otherwise at most one
     // record per interval, on the first packet after it.
     action export(usec_t interval_us) {
-        interval = interval_us;
+        v.interval = interval_us;
+    }
+
+    action no_export() {
+        v.interval = 0;
     }
 
     table telemetry_config {
-        key = { port: exact @name("port"); }
-        actions = { export; @defaultonly NoAction; }
-        const default_action = NoAction();
+        key = { index: exact @name("port"); }
+        actions = { export; @defaultonly no_export; }
+        const default_action = no_export();
         size = PORT_SLOTS;
     }
 
+    // Straight-line code in an action: p4c does not propagate its values as expressions
+    // into the register calls (each would become a temporary).
+    action load() {
+        v.now = std_meta.enq_timestamp + std_meta.deq_timedelta;
+        tele_seq_reg.read(v.seq, index);
+        last_export_reg.read(v.last, index);
+    }
+
     apply {
+        v.setValid();
         if (telemetry_config.apply().hit) {
-            bit<32> seq;
-            usec_t last;
-            tele_seq_reg.read(seq, (bit<32>)port);
-            last_export_reg.read(last, (bit<32>)port);
+            load();
             if (fresh == 1) {
-                seq = 0;
+                v.seq = 0;
             }
-            usec_t now = std_meta.enq_timestamp + std_meta.deq_timedelta;
-            if (seq == 0 || now - last >= interval) {
-                seq = seq + 1;
-                tele_seq_reg.write((bit<32>)port, seq);
-                last_export_reg.write((bit<32>)port, now);
-                rec.tele_seq = seq;
+            if (v.seq == 0 || v.now - v.last >= v.interval) {
+                v.seq = v.seq + 1;
+                rec.tele_seq = v.seq;
+                tele_seq_reg.write(index, v.seq);
+                last_export_reg.write(index, v.now);
                 clone_preserving_field_list(CloneType.E2E, TELEMETRY_SESSION, FL_TELEMETRY);
             }
         }
@@ -70,8 +85,11 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.telemetry.rnd = rec.rnd;
         hdr.telemetry.state0 = rec.state0;
         hdr.telemetry.state1 = rec.state1;
+        hdr.telemetry.ingress_ts = rec.ingress_ts;
+        hdr.telemetry.rtt = rec.rtt;
         hdr.telemetry.ip_id = rec.ip_id;
         hdr.telemetry.event = rec.event;
+        hdr.telemetry.group = rec.group;
         hdr.telemetry.region = rec.region;
         hdr.telemetry.outcome = rec.outcome;
         hdr.telemetry.ecn_in = rec.ecn_in;
@@ -81,6 +99,7 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.ipv4.setInvalid();
         hdr.ipv4_options.setInvalid();
         hdr.tcp.setInvalid();
+        hdr.tcp_ts.setInvalid();
         hdr.udp.setInvalid();
         // Keep only the telemetry header: the PacketIn carries no payload.
         truncate(TELEMETRY_BYTES);

@@ -4,17 +4,17 @@
 #include "../headers.p4"
 
 // Carries out the algorithm's decision on the packet and counts every outcome per port.
-// A mark sets the port's level_a in region A and level_b elsewhere (MECN's two codepoints;
-// CE for the other algorithms).
 // ECN rules (RFC 3168; SPEC for MECN): Not-ECT is never marked, it is dropped where an
 // ECN-capable packet would be marked; CE never changes; a mark never lowers the level
-// already in the packet (ECT(0) < ECT(1) < CE).
+// already in the packet (ECT(0) < ECT(1) < CE). A mark sets the port's level_a in region A
+// and level_b elsewhere (MECN's two codepoints; CE for the other algorithms).
 // Drop counters are exclusive: prob_drops + forced_drops + overflow_drops is every drop;
 // notect_drops counts the subset that were Not-ECT packets an ECN mode would have marked.
-control Verdict(in port_t port,
-                in aqm_common_t c,
+control Verdict(in bit<32> index,
+                in bit<32> group_index,
+                in aqm_common_h c,
                 in bool fire,
-                in bit<19> qdepth,
+                in bit<2> ecn,
                 inout headers_t hdr,
                 inout standard_metadata_t std_meta,
                 inout aqm_record_t rec) {
@@ -26,37 +26,36 @@ control Verdict(in port_t port,
     counter(PORT_SLOTS, CounterType.packets) notect_drops;
     counter(PORT_SLOTS, CounterType.packets) marks_incipient;
     counter(PORT_SLOTS, CounterType.packets) marks_ce;
+    // Marks and drops per group of the port (group_index = port * 4 + group; AECN's RTT
+    // groups, group 0 for the other algorithms).
+    counter(PORT_SLOTS * 4, CounterType.packets) group_marks;
+    counter(PORT_SLOTS * 4, CounterType.packets) group_drops;
 
     apply {
-        bit<32> index = (bit<32>)port;
         seen.count(index);
-
-        bit<2> ecn = ECN_NOT_ECT;
-        if (hdr.ipv4.isValid()) {
-            ecn = hdr.ipv4.ecn;
-        }
         rec.ecn_in = (bit<8>)ecn;
-
+        rec.outcome = OUTCOME_PASS;
         bool forced = rec.region == REGION_FORCED;
         bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
                          || (c.ecn_mode == ECN_MODE_MARK && !forced);
-        rec.outcome = OUTCOME_PASS;
-        if (fire || forced) {
-            if (ecn_marks && ecn != ECN_NOT_ECT) {
-                rec.outcome = OUTCOME_MARK;
-            } else if (forced) {
-                rec.outcome = OUTCOME_FORCED_DROP;
-            } else {
-                rec.outcome = OUTCOME_PROB_DROP;
+        if (c.isValid()) {
+            if (fire || forced) {
+                if (ecn_marks && ecn != ECN_NOT_ECT) {
+                    rec.outcome = OUTCOME_MARK;
+                } else if (forced) {
+                    rec.outcome = OUTCOME_FORCED_DROP;
+                } else {
+                    rec.outcome = OUTCOME_PROB_DROP;
+                }
             }
-        }
-        if (c.algorithm != ALGO_NONE
-                && (rec.outcome == OUTCOME_PASS || rec.outcome == OUTCOME_MARK)
-                && (bit<32>)qdepth >= c.limit) {
-            rec.outcome = OUTCOME_OVERFLOW_DROP;
+            if ((rec.outcome == OUTCOME_PASS || rec.outcome == OUTCOME_MARK)
+                    && (bit<32>)std_meta.enq_qdepth >= c.limit) {
+                rec.outcome = OUTCOME_OVERFLOW_DROP;
+            }
         }
 
         if (rec.outcome == OUTCOME_MARK) {
+            group_marks.count(group_index);
             bit<2> level = c.level_b;
             if (rec.region == REGION_A) {
                 level = c.level_a;
@@ -72,6 +71,7 @@ control Verdict(in port_t port,
             }
         } else if (rec.outcome != OUTCOME_PASS) {
             mark_to_drop(std_meta);
+            group_drops.count(group_index);
             if (rec.outcome == OUTCOME_PROB_DROP) {
                 prob_drops.count(index);
             } else if (rec.outcome == OUTCOME_FORCED_DROP) {
@@ -79,7 +79,8 @@ control Verdict(in port_t port,
             } else {
                 overflow_drops.count(index);
             }
-            if (ecn_marks && ecn == ECN_NOT_ECT && rec.outcome != OUTCOME_OVERFLOW_DROP) {
+            if (ecn_marks && ecn == ECN_NOT_ECT
+                    && rec.outcome != OUTCOME_OVERFLOW_DROP) {
                 notect_drops.count(index);
             }
         }

@@ -1,0 +1,173 @@
+#ifndef P4AQM_AECN_P4
+#define P4AQM_AECN_P4
+
+#include "../aqm_types.p4"
+#include "red.p4"
+
+// AECN (seed 002, ch. 5; control_plane/algorithms/aecn.py): RED+ECN on RED's average with
+// one maximum marking probability per RTT group, marks applied to the front.
+//   group     robust [robust_from, average_from), average [average_from, fragile_from),
+//             fragile >= fragile_from, unknown: average. The RTT is the one the ingress
+//             measures (rtt_tracker.p4) or the aecn_groups table's (source prefix or
+//             5-tuple), or measured first with the table when there is no measurement.
+//   decide    between the group's minth (the robust group may have its own) and maxth, with
+//             the group's slope max_p / (maxth - minth), uniformised as RED (one count)
+//   mark      a decision is owed by the group; egress runs at dequeue, so the debt is paid
+//             by the next departing ECT packet of the group not yet marked (the deciding
+//             packet itself when it is one); a deciding Not-ECT packet is dropped instead
+//   debts     at most 255 per group; all end when the average falls below minth
+//   forced    avg >= maxth drops (RFC 3168)
+const bit<8> ALGO_AECN = 7;
+const bit<8> GROUP_ROBUST = 0;
+const bit<8> GROUP_AVERAGE = 1;
+const bit<8> GROUP_FRAGILE = 2;
+const bit<8> RTT_FROM_TABLE = 0;
+const bit<8> RTT_MEASURED = 1;
+const bit<8> RTT_MEASURED_OR_TABLE = 2;
+#define AECN_GROUP_ENTRIES 4096
+
+header aecn_h {
+    qpkt_t   minth;
+    qpkt_t   robust_minth;
+    slope_t  slope_robust;
+    slope_t  slope_fragile;
+    usec_t   robust_from;     // RTTs below this are no measurement (the seed: 0.5 ms)
+    usec_t   average_from;
+    usec_t   fragile_from;
+    bit<8>   rtt_source;      // RTT_*
+}
+
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them. The RED
+// parameters are the average group's; AecnGroup changes the ramp for the other groups.
+#define AECN_ACTIONS \
+    action aecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+                frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t robust_minth, \
+                qpkt_t maxth, slope_t slope_robust, slope_t slope_average, \
+                slope_t slope_fragile, usec_t robust_from, usec_t average_from, \
+                usec_t fragile_from, bit<8> rtt_source) { \
+        aqm_common(ALGO_AECN, ECN_MODE_MARK, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
+        red_ramp(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0); \
+        meta.aqm.aecn.setValid(); \
+        meta.aqm.aecn.minth = minth; \
+        meta.aqm.aecn.robust_minth = robust_minth; \
+        meta.aqm.aecn.slope_robust = slope_robust; \
+        meta.aqm.aecn.slope_fragile = slope_fragile; \
+        meta.aqm.aecn.robust_from = robust_from; \
+        meta.aqm.aecn.average_from = average_from; \
+        meta.aqm.aecn.fragile_from = fragile_from; \
+        meta.aqm.aecn.rtt_source = rtt_source; \
+    }
+
+// Before RED's average and marker: the packet's group, and the group's ramp.
+// record: group; rtt and ingress_ts (the tracker's inputs); state1 = 1 if the group came
+// from the measured RTT, else 0.
+control AecnGroup(in bit<32> index,
+                  in aecn_h p,
+                  inout red_h ramp,
+                  in headers_t hdr,
+                  in bit<32> rtt,
+                  in standard_metadata_t std_meta,
+                  inout aqm_record_t rec,
+                  inout bit<32> group_index) {
+    flow_key_h flow;
+
+    action set_group(bit<8> group) {
+        rec.group = group;
+    }
+
+    table aecn_groups {
+        key = {
+            index: exact @name("port");
+            flow.src_addr: ternary @name("src_addr");
+            flow.dst_addr: ternary @name("dst_addr");
+            flow.protocol: ternary @name("protocol");
+            flow.src_port: ternary @name("src_port");
+            flow.dst_port: ternary @name("dst_port");
+        }
+        actions = { set_group; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = AECN_GROUP_ENTRIES;
+    }
+
+    apply {
+        rec.rtt = rtt;
+        rec.ingress_ts = (bit<32>)std_meta.ingress_global_timestamp;
+        rec.group = GROUP_AVERAGE;
+        if (p.rtt_source != RTT_FROM_TABLE && rtt >= p.robust_from) {
+            rec.state1 = 1;
+            if (rtt < p.average_from) {
+                rec.group = GROUP_ROBUST;
+            } else if (rtt >= p.fragile_from) {
+                rec.group = GROUP_FRAGILE;
+            }
+        } else if (p.rtt_source != RTT_MEASURED && hdr.ipv4.isValid()) {
+            flow.setValid();
+            flow.src_addr = hdr.ipv4.src_addr;
+            flow.dst_addr = hdr.ipv4.dst_addr;
+            flow.protocol = hdr.ipv4.protocol;
+            flow.src_port = 0;
+            flow.dst_port = 0;
+            if (hdr.tcp.isValid()) {
+                flow.src_port = hdr.tcp.src_port;
+                flow.dst_port = hdr.tcp.dst_port;
+            } else if (hdr.udp.isValid()) {
+                flow.src_port = hdr.udp.src_port;
+                flow.dst_port = hdr.udp.dst_port;
+            }
+            aecn_groups.apply();
+        }
+        if (rec.group == GROUP_ROBUST) {
+            ramp.t0 = p.robust_minth;
+            ramp.slope_a = p.slope_robust;
+        } else if (rec.group == GROUP_FRAGILE) {
+            ramp.slope_a = p.slope_fragile;
+        }
+        group_index = group_index + (bit<32>)rec.group;
+    }
+}
+
+header aecn_vars_h {
+    bit<32> debts;
+    bit<32> owed;
+    bit<8>  shift;
+}
+
+// After RED's marker, whose decision (`fire` on entry) becomes a debt of the group.
+// record: state0 = the debts after this packet (robust | average << 8 | fragile << 16).
+control AecnDebt(in bit<32> index,
+                 in bit<1> fresh,
+                 in aecn_h p,
+                 in bit<2> ecn,
+                 inout aqm_record_t rec,
+                 inout bit<1> fire) {
+    register<bit<32>>(PORT_SLOTS) debt_reg;
+    aecn_vars_h v;
+
+    apply {
+        v.setValid();
+        debt_reg.read(v.debts, index);
+        if (fresh == 1 || rec.avg < p.minth) {
+            v.debts = 0;
+        }
+        v.shift = rec.group << 3;
+        v.owed = (v.debts >> v.shift) & 0xff;
+        // A decision on a Not-ECT packet drops it; otherwise it becomes a debt.
+        if (fire == 1 && ecn != ECN_NOT_ECT) {
+            fire = 0;
+            if (v.owed != 0xff) {
+                v.owed = v.owed + 1;
+            }
+        }
+        if ((ecn == ECN_ECT0 || ecn == ECN_ECT1) && v.owed != 0) {
+            fire = 1;
+            v.owed = v.owed - 1;
+        }
+        v.debts = (v.debts & ~(32w0xff << v.shift)) | (v.owed << v.shift);
+        debt_reg.write(index, v.debts);
+        rec.state0 = v.debts;
+    }
+}
+
+#endif
