@@ -6,7 +6,7 @@ BUILD  ?= build
 P4SRC  := $(shell find p4src -name '*.p4')
 
 # Debian packages the project needs at run time (the P4 toolchain is separate: README).
-APT_PACKAGES := python3 python3-venv python3-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay
+APT_PACKAGES := python3 python3-venv python3-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay valgrind
 
 EXPERIMENTS := e1 e2 e3 e4 e5 e6 e7
 .PHONY: setup build test run bench clean $(EXPERIMENTS) transport

@@ -101,6 +101,22 @@ def iperf3_rates(result: dict, mss: int) -> FlowRates:
     return FlowRates(throughput, goodput, retransmits, seconds)
 
 
+def iperf3_stream_rates(result: dict, mss: int) -> list[FlowRates]:
+    """Each TCP connection's rates when one iperf3 carries several (-P), else the one
+    connection's: the flows that fairness and lockout are about."""
+    streams = result["end"].get("streams", [])
+    if len(streams) <= 1:
+        return [iperf3_rates(result, mss)]
+    rates = []
+    for stream in streams:
+        sent, received = stream["sender"], stream["receiver"]
+        seconds = received["seconds"] or sent["seconds"]
+        retransmits = int(sent.get("retransmits", 0))
+        rates.append(FlowRates(8 * (sent["bytes"] + retransmits * mss) / seconds,
+                               8 * received["bytes"] / seconds, retransmits, seconds))
+    return rates
+
+
 def aggregate_rate(flows: Iterable[tuple[float, float, float]]) -> float:
     """Flows given as (start s, lifetime s, mean rate): their summed rate over the span from
     the first start to the last end. Summing mean rates is wrong when lifetimes differ (a

@@ -101,32 +101,34 @@ def run_metrics(folder: Path) -> dict:
         out.update(link_metrics(folder, "", _pps(bottleneck), start, end))
         capacity = _pps(bottleneck) * bottleneck["packet_bytes"] * 8 / 1e6
 
-    flows = []
+    flows = []   # one row per TCP connection (an iperf3 with -P N gives N)
     for k, flow in enumerate(config["flows"]):
         path = folder / "flows" / f"flow{k:03d}.json"
         try:
             doc = json.loads(path.read_text())
             # The userspace transport names its segment size; iperf3's is MSS.
-            rates = metrics.iperf3_rates(doc, doc.get("start", {}).get("mss", MSS))
+            streams = metrics.iperf3_stream_rates(doc, doc.get("start", {}).get("mss", MSS))
         except (OSError, ValueError, KeyError):
-            doc, rates = {}, None
+            doc, streams = {}, [None] * flow.get("streams", 1)
         reductions = doc.get("mecn", {}).get("reductions", {})
-        error = doc.get("error") if rates else "no result"
+        error = doc.get("error") if streams[0] else "no result"
         if error in INTERRUPTED:              # stopped late by the runner: measured anyway
             error = None
-        flows.append({"flow": k, "group": flow["group"], "reverse": flow["reverse"],
-                      "start": flow["start"], "transport": flow.get("transport", "kernel"),
-                      "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
-                      "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
-                      "seconds": rates.seconds if rates else math.nan,
-                      "retransmits": rates.retransmits if rates else -1,
-                      "error": error or "",
-                      **{f"cuts_{signal}": reductions.get(signal, "")
-                         for signal in ("incipient", "moderate", "loss", "timeout")}})
+        for s, rates in enumerate(streams):
+            flows.append({"flow": k, "stream": s, "group": flow["group"],
+                          "reverse": flow["reverse"], "start": flow["start"],
+                          "transport": flow.get("transport", "kernel"),
+                          "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
+                          "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
+                          "seconds": rates.seconds if rates else math.nan,
+                          "retransmits": rates.retransmits if rates else -1,
+                          "error": error or "",
+                          **{f"cuts_{signal}": reductions.get(signal, "")
+                             for signal in ("incipient", "moderate", "loss", "timeout")}})
     out["senders"] = "+".join(sorted({f["transport"] for f in flows})) if flows else ""
     forward = [f for f in flows if not f["reverse"] and not math.isnan(f["goodput_mbps"])]
     # A flow that gave up still delivered what it measured; it counts as failed all the same.
-    out["flows_failed"] = sum(1 for f in flows if f["error"])
+    out["flows_failed"] = len({f["flow"] for f in flows if f["error"]})
     if forward:
         goodputs = [f["goodput_mbps"] for f in forward]
 
@@ -140,6 +142,9 @@ def run_metrics(folder: Path) -> dict:
         if groups:
             out["group_goodput_mbps"] = {
                 g: metrics.summary(f["goodput_mbps"] for f in forward if f["group"] == g)
+                for g in groups}
+            out["group_retransmits"] = {
+                g: metrics.summary(f["retransmits"] for f in forward if f["group"] == g)
                 for g in groups}
     if flows:
         with open(folder / "flows.csv", "w", newline="") as f:

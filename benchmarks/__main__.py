@@ -1,6 +1,7 @@
 """python -m benchmarks [--out results/bench] [--quick]: data-plane and control-plane
 benchmarks, one JSON document and a table. Speed is a ratio against a baseline measured
-in the same run: these machines are noisy."""
+in the same run: these machines are noisy. The steady figure is the instructions BMv2
+executes per packet (callgrind), which the machine's load does not change."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import logging
 import os
 import platform
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -16,10 +18,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import control, dataplane, transport
+from benchmarks import control, dataplane, instructions, transport
 from benchmarks.dataplane import Case
 from control_plane import toolchain
-from control_plane.aqm import Blue, DropTail, Ecnm, Mecn, Newque, Pi, Red, RedEcn, Rem
+from control_plane.aqm import Aecn, Blue, DropTail, Ecnm, Mecn, Newque, Pi, Red, RedEcn, Rem
 from control_plane.build import compile_program
 from experiments.runner import tool_versions
 
@@ -31,7 +33,10 @@ ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG),
               "ecnm": Ecnm(**BIG), "mecn": Mecn(**BIG),
               # NEWQUE's capacity must fit its rate format; the load never reaches it.
               "newque": Newque(capacity=60_000.0, **BIG), "blue": Blue(**BIG), "pi": Pi(**BIG),
-              "rem": Rem(**BIG)}
+              "rem": Rem(**BIG),
+              # The measured RTT first, the table when there is none: UDP (and TCP until
+              # both legs are sampled) is classified by the table.
+              "aecn": Aecn(groups="sport:1024=fragile", **BIG)}
 
 
 def cases(quick: bool) -> list[Case]:
@@ -42,6 +47,10 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case(f"no_aqm-{size}B", "p4aqm", frame_bytes=size))
         for name, aqm in ALGORITHMS.items():
             out.append(Case(f"{name}-{size}B", "p4aqm", aqm, frame_bytes=size))
+        # TCP with timestamps: the RTT tracker's keys and lookups on every packet (one
+        # direction, one TSval: it takes no samples).
+        out.append(Case(f"aecn-tcp-{size}B", "p4aqm", ALGORITHMS["aecn"], frame_bytes=size,
+                        tcp_timestamps=True))
     if not quick:
         for ports in (2, 4, 8):
             out.append(Case(f"red_ecn-64B-{ports}ports", "p4aqm", ALGORITHMS["red_ecn"],
@@ -97,6 +106,20 @@ def main(argv: list[str] | None = None) -> int:
         r["loss_free_ratio_to_trivial"] = r["pps"] / base["pps"] if base["pps"] else None
         r["goal_80_percent"] = r["ratio_to_trivial"] >= 0.8
     doc["dataplane"] = results
+    if shutil.which("valgrind") and shutil.which("callgrind_control"):
+        counted = {}
+        for case in cases(True):
+            counted[case.name] = instructions.measure(
+                case.name, work / "callgrind", (1, 2), dataplane.frames(case) * instructions.PACKETS,
+                lambda bed, case=case: dataplane.program_switch(bed, case, artifacts))
+            console.print(f"{case.name:28s} {counted[case.name]['instructions_per_packet']:>9.0f}"
+                          " instructions/packet")
+        base = counted["trivial-64B"]["instructions_per_packet"]
+        for r in counted.values():
+            r["ratio_to_trivial"] = base / r["instructions_per_packet"]
+        doc["instructions"] = counted
+    else:
+        console.print("[yellow]valgrind not found: no instruction counts (apt-get install valgrind)")
     doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
     doc["transport"] = transport.run(work, 5.0 if args.quick else 15.0)
     doc["elapsed_s"] = time.monotonic() - started
@@ -123,6 +146,13 @@ def print_tables(doc: dict) -> None:
                       "yes" if r["goal_80_percent"] else "NO", str(r["pps"]),
                       f"{lf:.2f}" if lf else "-")
     console.print(table)
+    if "instructions" in doc:
+        table = Table(title="Instructions per packet (callgrind, 64 B frames): the steady figure")
+        for column in ("case", "instructions/packet", "capacity vs trivial"):
+            table.add_column(column, justify="right")
+        for name, r in doc["instructions"].items():
+            table.add_row(name, f"{r['instructions_per_packet']:.0f}", f"{r['ratio_to_trivial']:.2f}")
+        console.print(table)
     c = doc["control"]
     table = Table(title="Control plane")
     table.add_column("what")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import finsy as fy
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
@@ -46,20 +46,28 @@ class Case:
     frame_bytes: int = 64
     egress_ports: int = 1
     flows: int = 1
+    tcp_timestamps: bool = False   # TCP segments with timestamps (the RTT tracker's input)
+
+
+def frames(case: Case) -> list[bytes]:
+    """One frame per flow (distinct 5-tuples), spread over the egress ports by address."""
+    out = []
+    for k in range(case.flows):
+        port = 2 + k % case.egress_ports
+        ip = IP(src="10.0.1.1", dst=f"10.0.{port}.2", tos=2)
+        sport, dport = 1024 + k % 60000, 9000 + k // 60000
+        l4 = (TCP(sport=sport, dport=dport, flags="A", options=[
+                  ("NOP", None), ("NOP", None), ("Timestamp", (1000 + k, 500 + k))])
+              if case.tcp_timestamps else UDP(sport=sport, dport=dport))
+        pkt = Ether(src=SRC_MAC, dst=GW_MAC) / ip / l4
+        out.append(bytes(pkt / bytes(max(0, case.frame_bytes - len(pkt)))))
+    return out
 
 
 def make_pcap(folder: Path, case: Case) -> Path:
-    """One frame per flow (distinct 5-tuples), spread over the egress ports by address."""
-    frames = []
-    for k in range(case.flows):
-        port = 2 + k % case.egress_ports
-        pkt = (Ether(src=SRC_MAC, dst=GW_MAC) /
-               IP(src="10.0.1.1", dst=f"10.0.{port}.2", tos=2) /
-               UDP(sport=1024 + k % 60000, dport=9000 + k // 60000))
-        pad = max(0, case.frame_bytes - len(pkt))
-        frames.append(pkt / bytes(pad))
-    path = folder / f"{case.frame_bytes}b-{case.flows}f-{case.egress_ports}p.pcap"
-    wrpcap(str(path), frames)
+    path = folder / (f"{case.frame_bytes}b-{case.flows}f-{case.egress_ports}p"
+                     f"{'-tcp' if case.tcp_timestamps else ''}.pcap")
+    wrpcap(str(path), [Ether(f) for f in frames(case)])
     return path
 
 

@@ -185,6 +185,24 @@ def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
         click.echo(__import__("json").dumps(state, indent=2))
     else:
         console.print(ports_table(state, ports))
+        groups = groups_table(state, ports)
+        if groups.row_count:
+            console.print(groups)
+
+
+def groups_table(state: dict, only: tuple[int, ...] = ()) -> Table:
+    """AECN's marks and drops per RTT group."""
+    table = Table(title="per group (AECN)")
+    for column in ("port", "group", "marks", "drops"):
+        table.add_column(column, justify="right")
+    for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):
+        groups = info.get("groups")
+        if not groups or (only and int(port) not in only):
+            continue
+        for k, name in enumerate(("robust", "average", "fragile")):
+            table.add_row(str(port), name, str(groups["group_marks"][k]),
+                          str(groups["group_drops"][k]))
+    return table
 
 
 def shown(value) -> str:
@@ -205,6 +223,7 @@ def set_help() -> str:
              "aqmctl set 2 blue d1=0.025 d2=0.0025 freeze_time=0.1",
              "aqmctl set 2 pi a=1.822e-5 b=1.816e-5 qref=150",
              "aqmctl set 2 rem gamma=0.001 alpha=0.1 phi=1.001",
+             "aqmctl set 2 aecn rtt_source=table groups='src:10.0.1.0/24=fragile;dport:5201=robust'",
              "", "\b", "Algorithms and their parameters (defaults):"]
     for name, cls in ALGORITHMS.items():
         defaults = cls()

@@ -20,7 +20,7 @@ import finsy as fy
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import AlphaVariant, amecn_step, ared_step
-from control_plane.aqm import ConfigError, Ecnm, Mecn, PortConfig, Red, RedEcn, change
+from control_plane.aqm import Aecn, ConfigError, Ecnm, Mecn, PortConfig, Red, RedEcn, change
 from control_plane.build import Artifacts
 from control_plane.golden import PortCounters
 from control_plane.switch import AqmSwitch
@@ -71,6 +71,7 @@ class PortView:
     latest_at: float = 0.0          # time.monotonic() when `latest` arrived
     records: int = 0
     counters: PortCounters | None = None
+    group_counters: dict[str, list[int]] | None = None   # AECN: marks and drops per group
     loop_ticks: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
 
     def estimated_avg(self, now: float) -> float | None:
@@ -322,6 +323,8 @@ class Controller:
         self.require_switch()
         for port, view in self.ports.items():
             view.counters = await self.switch.read_counters(port)
+            view.group_counters = (await self.switch.read_group_counters(port)
+                                   if isinstance(view.config.aqm, Aecn) else None)
 
     def snapshot(self) -> dict:
         """The state the CLI shows, as JSON-ready data in physical units."""
@@ -339,6 +342,7 @@ class Controller:
                 "telemetry_interval": cfg.telemetry_interval,
                 "loop": vars(view.loop) if view.loop else None,
                 "counters": vars(view.counters) if view.counters else None,
+                "groups": view.group_counters,
                 "telemetry": None if rec is None else {
                     "age": now - view.latest_at,
                     "avg": rec.avg_packets,

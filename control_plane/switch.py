@@ -10,6 +10,7 @@ PortConfig, routes, counters as dataclasses, and telemetry as TelemetryRecord.
 from __future__ import annotations
 
 import ipaddress
+import random
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Awaitable, Callable, Iterable
 
@@ -109,7 +110,11 @@ class AqmSwitch:
                                   f"ports would need {used}")
         new_epoch = reset or old is None or (old.seed, old.bmv2_random) != (
             program.seed, program.bmv2_random)
-        epoch = self._epochs.get(config.port, 0)
+        epoch = self._epochs.get(config.port)
+        if epoch is None:
+            # The switch's registers may hold an earlier session's epochs: a session that
+            # started from the same number would skip the reset. Start anywhere instead.
+            epoch = random.randrange(0xFFFF)
         if new_epoch:
             epoch = epoch % 0xFFFF + 1  # 16 bits, never 0 (the register's initial value)
         if config.port in self._dirty:
@@ -258,17 +263,20 @@ class AqmSwitch:
 
     @staticmethod
     def _rule_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:
-        """Ternary rules (AECN's aecn_groups): replaced as a whole when they change."""
-        before = old.encoded.rules if old else ()
-        if before == program.encoded.rules:
-            return []
+        """Ternary rules (AECN's aecn_groups) by key (match and priority): deleted, modified
+        or inserted, so no key is both deleted and inserted in one batch (P4Runtime does
+        not order a batch's updates)."""
+        before = {(r.table, r.match, r.priority): r for r in (old.encoded.rules if old else ())}
+        after = {(r.table, r.match, r.priority): r for r in program.encoded.rules}
 
         def entry(rule) -> fy.P4TableEntry:
             return fy.P4TableEntry(rule.table,
                                    match=fy.Match(port=program.port, **dict(rule.match)),
                                    priority=rule.priority,
                                    action=fy.Action(rule.action, **dict(rule.params)))
-        return [-entry(r) for r in before] + [+entry(r) for r in program.encoded.rules]
+        return ([-entry(r) for key, r in before.items() if key not in after]
+                + [~entry(r) for key, r in after.items() if key in before and before[key] != r]
+                + [+entry(r) for key, r in after.items() if key not in before])
 
     @staticmethod
     def _telemetry_updates(program: PortProgram, old: PortProgram | None) -> list[fy.P4TableEntry]:

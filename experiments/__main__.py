@@ -51,9 +51,6 @@ def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path
 
 def run(name: str, out: Path, opts: PlanOptions, log_level: str) -> int:
     experiment = EXPERIMENTS[name]
-    if experiment.waiting_for:
-        console.print(f"[yellow]{name}: not runnable yet, waiting for {experiment.waiting_for}")
-        return 3
     missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
     if missing:
         console.print(f"[red]{name}: needs the P4 toolchain: {missing}")
@@ -154,8 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.command == "list":
         for name, e in EXPERIMENTS.items():
-            state = f"waiting for {e.waiting_for}" if e.waiting_for else "ready"
-            console.print(f"{name:9s} {e.title} ({state})")
+            console.print(f"{name:9s} {e.title}")
         return 0
     if args.command == "report":
         return report(args.folder)

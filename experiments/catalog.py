@@ -13,7 +13,7 @@ from analysis import plots
 from control_plane.aqm import DropTail, Mecn, Red, RedEcn
 from control_plane.adaptation import auto_thresholds, ared_band
 from control_plane.controller import LoopSpec
-from experiments import e6
+from experiments import e5, e6
 from experiments.spec import Flow, RunSpec, Transfers
 from topologies.dumbbell import DumbbellSpec
 from topologies.nodes import Access, Bottleneck
@@ -30,7 +30,6 @@ class Experiment:
     plan: Callable[["PlanOptions"], list[RunSpec]]
     # (label, run folder, metrics) of every run -> table rows and figures
     report: Callable[[list[tuple[str, Path, dict]], Path], tuple[list[Row], list[Path]]]
-    waiting_for: str = ""
     claims: list[str] = field(default_factory=list)
     # (label, run folder, metrics) of every run -> each claim beside our result, verdict
     verdicts: Callable[[list[tuple[str, Path, dict]]], list[Row]] | None = None
@@ -400,11 +399,6 @@ def report_transport(runs, out):
     return rows, figures
 
 
-def _waiting(name: str, what: str) -> Experiment:
-    return Experiment(name, f"{name.upper()} (waiting)", "", lambda opts: [],
-                      lambda runs, out: ([], []), waiting_for=what)
-
-
 SENDERS = ("senders: the userspace Reno of transport/ (seed 001 Table 3 for AMECN, RFC 3168 "
            "halving for ARED; `--kernel-tcp`: Linux Reno for both, which ignores ECT(1))")
 
@@ -464,7 +458,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                claims=["the userspace Reno reaches goodput comparable to Linux's Reno "
                        "(ratio near 1), alone and sharing the link",
                        "its cwnd is Reno's sawtooth: halving per mark or loss, +1 per RTT"]),
-    _waiting("e5", "the AECN algorithm (per-group max_p, mark-front, RTT groups)"),
+    Experiment("e5", "E5 (seed 002): RED vs ECN vs AECN with heterogeneous RTTs", e5.SCALING,
+               e5.plan, e5.report, claims=e5.CLAIMS, verdicts=e5.verdicts),
     Experiment("e6", "E6 (seed 003): NEWQUE vs RED vs BLUE vs PI vs REM", e6.SCALING,
                e6.plan, e6.report, claims=e6.CLAIMS, verdicts=e6.verdicts),
     Experiment("e7", "E7 (seed 004): short transfers, DT vs RED vs ECN over buffer sizes",

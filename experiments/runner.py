@@ -5,13 +5,16 @@ A run's folder holds:
   config.json      the RunSpec, as run
   versions.json    p4c, BMv2, kernel, iperf3, Python packages
   rtt.json         measured ping RTT per sender/receiver pair against the configured one
-  telemetry.csv    bottleneck telemetry: time, average, depth, probability, sojourn, Pmax
+  telemetry.csv    bottleneck telemetry: time, average, depth, probability, sojourn, Pmax,
+                   group and the RTT the switch measured (AECN)
   counters.csv     bottleneck counters once a second
+  groups.json      AECN: marks and drops per group, the RTT tracker's events
   flows/*.json     iperf3 output of every flow (client side), or the userspace
                    transport's in the same shape (and its receiver's, flowNNN-receiver.json)
   transfers/*.json short-transfer client results; tcp.json per-host TCP segment counts
   s1/              the switch's log; d*.json the delay lines' counters
-  metrics.json     computed metrics (see analysis/metrics.py); flows.csv per flow
+  metrics.json     computed metrics (see analysis/metrics.py); flows.csv per flow (per
+                   stream of an iperf3 that carries several)
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 
 from control_plane import fixedpoint as fp
-from control_plane.aqm import DropTail, PortConfig
+from control_plane.aqm import Aecn, DropTail, PortConfig
 from control_plane.build import Artifacts
 from control_plane.controller import Controller, PortView, Route
 from control_plane.toolchain import find
@@ -125,6 +128,7 @@ class Recorder:
         self.ctl, self.port, self.t0 = ctl, port, t0
         self.telemetry: list[dict] = []
         self.counters: list[dict] = []
+        self.groups: dict = {}      # AECN: marks and drops per group, the tracker's events
         self.running = True
 
     def pmax(self) -> float | None:
@@ -140,7 +144,7 @@ class Recorder:
             self.telemetry.append({
                 "t": time.monotonic() - self.t0, "avg": rec.avg_packets, "qdepth": rec.qdepth,
                 "prob": fp.from_frac32(rec.prob), "sojourn_ms": rec.deq_timedelta / 1000,
-                "pmax": self.pmax()})
+                "pmax": self.pmax(), "group": rec.group, "rtt_ms": rec.rtt / 1000})
 
     async def sample(self) -> None:
         try:
@@ -148,6 +152,9 @@ class Recorder:
             enqueued = await self.ctl.switch.read_enqueued(self.port)
             self.counters.append({"t": time.monotonic() - self.t0, "enqueued": enqueued,
                                   **asdict(c)})
+            if isinstance(self.ctl.ports[self.port].config.aqm, Aecn):
+                self.groups = {**await self.ctl.switch.read_group_counters(self.port),
+                               "rtt_events": await self.ctl.switch.read_rtt_events()}
         except Exception as err:  # a sample lost to a reconnect is not fatal
             LOG.debug("counter sample failed: %s", err)
 
@@ -164,6 +171,8 @@ class Recorder:
                     writer = csv.DictWriter(out, fieldnames=list(rows[0]))
                     writer.writeheader()
                     writer.writerows(rows)
+        if self.groups:
+            (folder / f"groups{suffix}.json").write_text(json.dumps(self.groups, indent=1))
 
 
 def tcp_counters(host) -> dict[str, int]:

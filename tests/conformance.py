@@ -13,14 +13,16 @@ at a full queue (those packets reach no egress and have no record).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import finsy as fy
 import pytest
-from scapy.layers.inet import IP
+from scapy.layers.inet import IP, TCP, UDP
 
+from control_plane.algorithms.base import FiveTuple
 from control_plane.aqm import ConfigError, PortConfig, PortProgram
 from control_plane.dataplane import ECN_LEVEL, Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortCounters, PortModel
@@ -45,19 +47,30 @@ class Run:
     program: PortProgram
     epoch: int
     sent: dict[int, Ecn]              # ip id -> codepoint sent
+    flows: dict[int, FiveTuple]       # ip id -> the packet's addresses and ports
     records: list[TelemetryRecord]    # in egress order
     received: dict[int, bytes]        # ip id -> IPv4 packet as it left port 2
     counters: PortCounters
 
 
+def five_tuple(frame: bytes) -> FiveTuple:
+    ip = IP(frame[14:])
+    l4 = ip.getlayer(TCP) or ip.getlayer(UDP)
+    return FiveTuple(int(ipaddress.IPv4Address(ip.src)), int(ipaddress.IPv4Address(ip.dst)),
+                     ip.proto, l4.sport if l4 else 0, l4.dport if l4 else 0)
+
+
 async def run_pattern(switch: AqmSwitch, testbed: Testbed, config: PortConfig,
-                      steps=PATTERN, ecn_cycle=ECN_CYCLE, queue_depth=QUEUE_DEPTH) -> Run:
+                      steps=PATTERN, ecn_cycle=ECN_CYCLE, queue_depth=QUEUE_DEPTH,
+                      make_frame=udp_packet) -> Run:
+    """make_frame(ip_id, ecn): the frame to send (by default a UDP datagram, port 1 to 2)."""
     program = await switch.configure_port(config)
     epoch = switch.epoch(config.port)
     testbed.switch.set_queue(config.port, rate_pps=RATE_PPS, depth=queue_depth)
     total = sum(burst for burst, _ in steps)
     sent = {i: ecn_cycle[(i - 1) % len(ecn_cycle)] for i in range(1, total + 1)}
-    frames = [bytes(udp_packet(i, ecn)) for i, ecn in sent.items()]
+    frames = [bytes(make_frame(i, ecn)) for i, ecn in sent.items()]
+    flows = {i: five_tuple(frame) for i, frame in zip(sent, frames)}
     rx = testbed.port(config.port)
     rx.drain()
     enqueued_before = await switch.read_enqueued(config.port)
@@ -86,14 +99,14 @@ async def run_pattern(switch: AqmSwitch, testbed: Testbed, config: PortConfig,
         ip = bytes(frame[14:])
         received[int.from_bytes(ip[4:6], "big")] = ip
     counters = await switch.read_counters(config.port)
-    return Run(program, epoch, sent, sorted(records, key=lambda r: r.pkt_seq), received,
+    return Run(program, epoch, sent, flows, sorted(records, key=lambda r: r.pkt_seq), received,
                counters)
 
 
 def replay(run: Run, use_switch_draws: bool = False) -> tuple[list[TelemetryRecord], PortModel]:
     """The model's records for the same inputs (and, for BMv2's random(), the same draws)."""
     model = PortModel(run.program, epoch=run.epoch)
-    expected = [model.process(Arrival.from_record(rec),
+    expected = [model.process(replace(Arrival.from_record(rec), flow=run.flows[rec.ip_id]),
                               rnd=rec.rnd if use_switch_draws else None)[0]
                 for rec in run.records]
     return expected, model

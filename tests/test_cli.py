@@ -203,6 +203,42 @@ async def test_seed_003_algorithms_through_aqmctl(served, testbed, artifacts, al
     assert watch.returncode == 0 and algorithm in watch.stdout
 
 
+async def aecn_rules(testbed, artifacts) -> list[dict]:
+    options = fy.SwitchOptions(p4info=artifacts.p4info_txt, device_id=1)
+    async with fy.Switch("reader", testbed.switch.config.grpc_address, options) as sw:
+        return [entry.match_dict(sw.p4info)
+                async for entry in sw.read(fy.P4TableEntry("aecn_groups"))]
+
+
+async def test_aecn_groups_through_aqmctl(served, testbed, artifacts):
+    """AECN with the classification table set by aqmctl: the test's datagrams (source port
+    10001) are the fragile group's, counted per group and shown; new rules replace the old."""
+    result = aqmctl(served, "set", str(PORT), "aecn", "rtt_source=table", "minth=5",
+                    "maxth=30", "maxp=0.3", "wq=0.05", "groups=sport:10001=fragile;dport:9=robust")
+    assert result.returncode == 0, result.stderr
+    assert "groups=sport:10001=fragile;dport:9=robust" in result.stdout
+    assert len(await aecn_rules(testbed, artifacts)) == 2
+    traffic(testbed, 300, 2.0)
+    drained_counters(served)
+    port = state(served)["ports"][str(PORT)]
+    assert set(port["telemetry"]["state"]) == {"avg", "p", "group", "rtt_ms", "debt_robust",
+                                               "debt_average", "debt_fragile"}
+    assert port["telemetry"]["state"]["group"] == 2
+    marks, drops = port["groups"]["group_marks"], port["groups"]["group_drops"]
+    assert marks[2] > 0 and marks[:2] == [0, 0] and drops[:2] == [0, 0], port["groups"]
+    table = aqmctl(served, "show", str(PORT))
+    assert table.returncode == 0 and "per group (AECN)" in table.stdout
+    assert re.search(rf"{PORT}\D+fragile\D+{marks[2]}\D+{drops[2]}\D", table.stdout), \
+        table.stdout
+
+    result = aqmctl(served, "set", str(PORT), "groups=dport:7=robust")
+    assert result.returncode == 0, result.stderr
+    rules = await aecn_rules(testbed, artifacts)
+    assert len(rules) == 1 and "dst_port" in rules[0]
+    one_error_line(aqmctl(served, "set", str(PORT), "groups=dport:x=robust"), "dport")
+    assert len(await aecn_rules(testbed, artifacts)) == 1
+
+
 async def test_loop_and_cli_survive_a_switch_restart(served, testbed, artifacts):
     assert aqmctl(served, "loop", str(PORT), "ared", "--interval", "0.2").returncode == 0
     traffic(testbed, 320, 1.0)

@@ -132,9 +132,25 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "flows.csv").exists()
     rows = (tmp_path / "flows.csv").read_text().splitlines()
     mecn_row = rows[3].split(",")
-    assert mecn_row[4] == "mecn" and float(mecn_row[5]) == pytest.approx(8 * (1 + 10 * 1460 / 3e6))
-    assert mecn_row[6:9] == ["4.0", "3.0", "10"] and "giving up" in mecn_row[9]
-    assert mecn_row[10:] == ["4", "2", "1", "0"] and rows[1].split(",")[9] == ""
+    assert mecn_row[5] == "mecn" and float(mecn_row[6]) == pytest.approx(8 * (1 + 10 * 1460 / 3e6))
+    assert mecn_row[7:10] == ["4.0", "3.0", "10"] and "giving up" in mecn_row[10]
+    assert mecn_row[11:] == ["4", "2", "1", "0"] and rows[1].split(",")[10] == ""
+
+
+def test_each_stream_of_an_iperf3_is_a_flow():
+    def stream(received: int, retransmits: int) -> dict:
+        return {"sender": {"bytes": received + 1000, "seconds": 10.0, "retransmits": retransmits},
+                "receiver": {"bytes": received, "seconds": 10.0}}
+    doc = {"end": {"streams": [stream(10_000_000, 3), stream(5_000_000, 7)],
+                   "sum_sent": {"bytes": 15_002_000, "seconds": 10.0, "retransmits": 10},
+                   "sum_received": {"bytes": 15_000_000, "seconds": 10.0}}}
+    rates = metrics.iperf3_stream_rates(doc, 1000)
+    assert [r.goodput_bps for r in rates] == [8e6, 4e6]
+    assert [r.retransmits for r in rates] == [3, 7]
+    assert rates[1].throughput_bps == pytest.approx(8 * (5_001_000 + 7 * 1000) / 10)
+    single = {"end": {"streams": [stream(10_000_000, 3)], **{k: doc["end"][k] for k in (
+        "sum_sent", "sum_received")}}}
+    assert metrics.iperf3_stream_rates(single, 1000) == [metrics.iperf3_rates(single, 1000)]
 
 
 def test_aggregate_rate_weights_flows_by_their_lifetime():

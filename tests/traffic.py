@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
 from control_plane.dataplane import Ecn
@@ -27,12 +27,25 @@ HOSTS = {
 ECN_CYCLE = (Ecn.ECT0, Ecn.ECT0, Ecn.ECT1, Ecn.ECT0, Ecn.CE, Ecn.ECT0, Ecn.NOT_ECT, Ecn.ECT0)
 
 
-def udp_packet(ip_id: int, ecn: Ecn, src: int = 1, dst: int = 2, payload: int = 64) -> Ether:
+def udp_packet(ip_id: int, ecn: Ecn, src: int = 1, dst: int = 2, payload: int = 64,
+               sport: int | None = None) -> Ether:
     """A UDP datagram from the host behind port src to the host behind port dst."""
     s, d = HOSTS[src], HOSTS[dst]
     return (Ether(src=s.mac, dst=s.gateway_mac) /
             IP(src=s.ip, dst=d.ip, id=ip_id, tos=int(ecn), ttl=64) /
-            UDP(sport=10000 + src, dport=20000 + dst) / (ip_id.to_bytes(2, "big") * (payload // 2)))
+            UDP(sport=10000 + src if sport is None else sport, dport=20000 + dst) /
+            (ip_id.to_bytes(2, "big") * (payload // 2)))
+
+
+def tcp_segment(ip_id: int, ecn: Ecn, src: int, dst: int, sport: int, dport: int,
+                tsval: int, tsecr: int, payload: int = 64) -> Ether:
+    """A TCP segment with the timestamps option laid out as Linux does (NOP, NOP, TS)."""
+    s, d = HOSTS[src], HOSTS[dst]
+    return (Ether(src=s.mac, dst=s.gateway_mac) /
+            IP(src=s.ip, dst=d.ip, id=ip_id, tos=int(ecn), ttl=64) /
+            TCP(sport=sport, dport=dport, flags="A", seq=ip_id, ack=1,
+                options=[("NOP", None), ("NOP", None), ("Timestamp", (tsval, tsecr))]) /
+            bytes(payload))
 
 
 def paced(rate_pps: float, seconds: float, tick: float = 0.01) -> list[tuple[int, float]]:

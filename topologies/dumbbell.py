@@ -136,12 +136,13 @@ RTT_GROUP_DELAYS = {"robust": 0.005, "average": 0.045, "fragile": 0.145}
 
 
 def rtt_groups(bottleneck: Bottleneck, access_mbps: float = 20.0, ecn: bool = False,
-               congestion_control: str = "reno",
-               delays: dict[str, float] = RTT_GROUP_DELAYS) -> tuple[DumbbellSpec, list[str]]:
-    """A dumbbell with one sender per RTT group and one receiver; returns the spec and the
-    group of each sender (flows of a group share its sender)."""
+               congestion_control: str = "reno", delays: dict[str, float] = RTT_GROUP_DELAYS,
+               receiver_delay: float = 0.005) -> tuple[DumbbellSpec, list[str]]:
+    """Seed 002's dumbbell: one sender per RTT group (sender k is 10.0.0.k+1) and one
+    receiver 5 ms from the switch; returns the spec and the group of each sender (flows
+    of a group share its sender)."""
     groups = list(delays)
     spec = DumbbellSpec(senders=tuple(Access(access_mbps, delays[g]) for g in groups),
-                        receivers=(Access(access_mbps, 0.0),), bottleneck=bottleneck,
+                        receivers=(Access(access_mbps, receiver_delay),), bottleneck=bottleneck,
                         congestion_control=congestion_control, ecn=ecn)
     return spec, groups

@@ -11,11 +11,16 @@ probability per RTT group, and marks applied to the front.
   the text we have (ch. 5 ends at Fig. 5.8); our defaults are the ratios of its group RTTs
   in ch. 5 (200 / 100 / 50 ms): a = 200/100 = 2, b = 100/50 = 2.
 - Between the group's minth and maxth a packet decides with its group's slope, uniformised
-  as RED (one count for the port). A decision is owed by the group and paid by the next
+  as RED with one count per group (with one count for the port, the group with the
+  highest max_p takes most marks: 5 times the average group's instead of 2 in
+  tests/algorithms/test_aecn.py's setting). A decision is owed by the group and paid by the next
   departing ECT packet of the group not yet marked (the deciding packet itself when it is
   one: egress runs at dequeue, so the departing packet is the front of its group's
-  queue). A deciding Not-ECT packet is dropped, as ECN does. Debts are at most 255 per
-  group and all end when the average falls below minth. avg >= maxth drops.
+  queue). A deciding Not-ECT packet is dropped, as ECN does. A decision on a CE packet is
+  owed too (it cannot carry another mark). Debts are at most 255 per group and all end
+  when the average falls below the lowest ramp start (minth, or robust_minth when
+  lower). avg >= maxth drops; a packet that pays a debt there (or at the limit) is
+  dropped, the drop being its group's signal.
 - The seed adjusts minth for the robust group and maxth with the number of flows, but the
   text gives no rule (its refinement section is not in the seed): `robust_minth` (default
   minth) and `maxth` are parameters the operator or an experiment sets; nothing adapts
@@ -75,10 +80,12 @@ def parse_rules(text: str) -> list[tuple[dict[str, tuple[int, int]], int]]:
                     net = ipaddress.IPv4Network(value, strict=True)
                     match[name] = (int(net.network_address), int(net.netmask))
                 else:
-                    number = int(value, 10)
-                    if not 0 <= number < 1 << width or not value.isdecimal():
+                    if not (value.isascii() and value.isdecimal()):
                         raise ValueError
-                    match[name] = (number, (1 << width) - 1)
+                    whole = int(value, 10)
+                    if not 0 <= whole < 1 << width:
+                        raise ValueError
+                    match[name] = (whole, (1 << width) - 1)
             except ValueError:
                 raise ConfigError(f"groups: {name} {value[:40]!r} is not a valid "
                                   f"{'IPv4 prefix' if width == 32 else f'{width}-bit number'}"
@@ -192,9 +199,9 @@ class AecnModel:
         ramp = Ramp(t0=p["robust_minth"] if group == ROBUST else p["minth"], t1=p["maxth"],
                     t2=p["maxth"], slope_a=slope_a, base_b=0, slope_b=0)
         avg = self.average.update(fresh, pkt)
-        region, pb, count, decided = self.marker.step(fresh, ramp, avg, rnd)
+        region, pb, count, decided = self.marker.step(fresh, ramp, avg, rnd, group)
 
-        if fresh or avg < p["minth"]:
+        if fresh or avg < min(p["minth"], p["robust_minth"]):
             self.debts = 0
         shift = 8 * group
         owed = (self.debts >> shift) & DEBT_MAX

@@ -195,21 +195,24 @@ class QueueAverageModel:
 
 
 class MarkerModel:
-    """marker.p4: the region, pb and the uniformised decision, with one count per port."""
+    """marker.p4: the region, pb and the uniformised decision, with one count per group."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.counts: dict[int, int] = {}
 
-    def step(self, fresh: bool, ramp: Ramp, avg: int, rnd: int) -> tuple[Region, int, int, bool]:
-        """(region, pb, count before this packet, fire)"""
-        count = 0 if fresh else self.count
+    def step(self, fresh: bool, ramp: Ramp, avg: int, rnd: int,
+             group: int = 0) -> tuple[Region, int, int, bool]:
+        """(region, pb, the group's count before this packet, fire)"""
+        if fresh:
+            self.counts.clear()
+        count = self.counts.get(group, 0)
         region, pb = ramp.probability(avg)
         fire = False
         if region in (Region.A, Region.B):
             fire = fires(count, pb, rnd)
-            self.count = 0 if fire else min(count + 1, U32)
+            self.counts[group] = 0 if fire else min(count + 1, U32)
         else:
-            self.count = 0
+            self.counts[group] = 0
         return region, pb, count, fire
 
 

@@ -106,7 +106,8 @@ struct checksum_meta_t {
 }
 
 #include "aqm_types.p4"
-// The algorithms (after the packet's headers, which their controls read): parameters, aqm_config action(s) and control of each.
+// The algorithms: parameters, aqm_config action(s) and control of each (after the packet's
+// headers, which their controls read).
 #include "aqm/droptail.p4"
 #include "aqm/red.p4"
 #include "aqm/mecn.p4"

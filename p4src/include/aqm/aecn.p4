@@ -11,12 +11,15 @@
 //             measures (rtt_tracker.p4) or the aecn_groups table's (source prefix or
 //             5-tuple), or measured first with the table when there is no measurement.
 //   decide    between the group's minth (the robust group may have its own) and maxth, with
-//             the group's slope max_p / (maxth - minth), uniformised as RED (one count)
+//             the group's slope max_p / (maxth - minth), uniformised as RED (one count
+//             per group, marker.p4)
 //   mark      a decision is owed by the group; egress runs at dequeue, so the debt is paid
 //             by the next departing ECT packet of the group not yet marked (the deciding
 //             packet itself when it is one); a deciding Not-ECT packet is dropped instead
-//   debts     at most 255 per group; all end when the average falls below minth
-//   forced    avg >= maxth drops (RFC 3168)
+//   debts     at most 255 per group; all end when the average falls below the lowest
+//             ramp start (minth, or the robust group's own when lower)
+//   forced    avg >= maxth drops (RFC 3168); a packet that pays a debt there, or at the
+//             limit, is dropped: the drop is its group's signal
 const bit<8> ALGO_AECN = 7;
 const bit<8> GROUP_ROBUST = 0;
 const bit<8> GROUP_AVERAGE = 1;
@@ -27,7 +30,7 @@ const bit<8> RTT_MEASURED_OR_TABLE = 2;
 #define AECN_GROUP_ENTRIES 4096
 
 header aecn_h {
-    qpkt_t   minth;
+    qpkt_t   debt_floor;      // the lower of minth and robust_minth: debts end below it
     qpkt_t   robust_minth;
     slope_t  slope_robust;
     slope_t  slope_fragile;
@@ -50,7 +53,7 @@ header aecn_h {
                    use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0); \
         meta.aqm.aecn.setValid(); \
-        meta.aqm.aecn.minth = minth; \
+        meta.aqm.aecn.debt_floor = robust_minth < minth ? robust_minth : minth; \
         meta.aqm.aecn.robust_minth = robust_minth; \
         meta.aqm.aecn.slope_robust = slope_robust; \
         meta.aqm.aecn.slope_fragile = slope_fragile; \
@@ -61,8 +64,8 @@ header aecn_h {
     }
 
 // Before RED's average and marker: the packet's group, and the group's ramp.
-// record: group; rtt and ingress_ts (the tracker's inputs); state1 = 1 if the group came
-// from the measured RTT, else 0.
+// record: group; rtt (the tracker's result) and ingress_ts (its clock); state1 = 1 if the
+// group came from the measured RTT, else 0.
 control AecnGroup(in bit<32> index,
                   in aecn_h p,
                   inout red_h ramp,
@@ -148,7 +151,7 @@ control AecnDebt(in bit<32> index,
     apply {
         v.setValid();
         debt_reg.read(v.debts, index);
-        if (fresh == 1 || rec.avg < p.minth) {
+        if (fresh == 1 || rec.avg < p.debt_floor) {
             v.debts = 0;
         }
         v.shift = rec.group << 3;

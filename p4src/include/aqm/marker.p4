@@ -20,6 +20,7 @@ header red_h {
 }
 
 header marker_h {
+    bit<48> entry;   // the count register's entry: epoch ++ count
     bit<64> pb;      // FRAC32 (saturated), widened
     bit<64> spent;   // count * pb
     bit<32> next;    // count after this packet (saturated)
@@ -27,23 +28,32 @@ header marker_h {
 
 // Decides whether a packet is marked (or dropped: verdict.p4 decides which).
 // In regions A and B the base probability pb grows linearly with avg, and the packet fires
-// with pa = pb / (1 - count * pb) (Floyd & Jacobson 1993), count being the unmarked packets
-// since the last mark, so marks are spaced uniformly in [1, 1/pb]. Without division:
+// with pa = pb / (1 - count * pb) (Floyd & Jacobson 1993), count being the group's unmarked
+// packets since its last mark, so marks are spaced uniformly in [1, 1/pb]. Without division:
 //   fire  <=>  count * pb >= 1  or  rnd * (1 - count * pb) < pb     (all FRAC32)
+// One count per group (index = port * 4 + group; the RED family has one group): with one
+// count per port, the group with the highest pb would take most marks (AECN's robust group
+// 5 times the average one's instead of twice, in the model). A count from an earlier epoch
+// counts as 0, so a new epoch resets every group's.
 // record: region, prob = pb, count (before this packet).
 control Marker(in bit<32> index,
-               in bit<1> fresh,
                in red_h r,
                inout aqm_record_t rec,
                out bit<1> fire) {
 
-    register<bit<32>>(PORT_SLOTS) count_reg;
+    register<bit<48>>(PORT_SLOTS * 4) count_reg;
     marker_h v;
+
+    // In an action: p4c does not propagate the concatenation into the register call.
+    action store() {
+        v.entry = rec.epoch ++ v.next;
+    }
 
     apply {
         v.setValid();
-        count_reg.read(rec.count, index);
-        if (fresh == 1) {
+        count_reg.read(v.entry, index);
+        rec.count = v.entry[31:0];
+        if (v.entry[47:32] != rec.epoch) {
             rec.count = 0;
         }
         v.pb = 0;
@@ -77,7 +87,8 @@ control Marker(in bit<32> index,
                 v.next = rec.count + 1;
             }
         }
-        count_reg.write(index, v.next);
+        store();
+        count_reg.write(index, v.entry);
     }
 }
 

@@ -49,6 +49,7 @@ const bit<8> ALGO_RED = 2;
 
 // record: avg (QPKT), prob = pb (FRAC32), count (unmarked packets before this one).
 control Red(in bit<32> index,
+            in bit<32> group_index,
             in bit<1> fresh,
             in red_h p,
             in standard_metadata_t std_meta,
@@ -59,7 +60,7 @@ control Red(in bit<32> index,
 
     apply {
         queue_avg.apply(index, fresh, p.wq, p.idle_shift, std_meta, rec.avg);
-        marker.apply(index, fresh, p, rec, fire);
+        marker.apply(group_index, p, rec, fire);
     }
 }
 

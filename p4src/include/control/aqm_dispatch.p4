@@ -7,10 +7,11 @@
 
 // Chooses the port's algorithm with the aqm_config table and runs only that algorithm.
 // The table's action (one per algorithm, defined as a macro in the algorithm's file under
-// aqm/ and expanded here) loads the port's epoch, seed and parameters; then the shared prologue runs (the record's
-// inputs, the epoch, one random draw), then the algorithm's control: one `if` per
-// algorithm, the RED family first. Every parameter is action data written over
-// P4Runtime; control_plane/algorithms/ builds these actions from physical values.
+// aqm/ and expanded here) loads the port's epoch, seed and parameters; then the shared
+// prologue runs (the record's inputs, the epoch, one random draw), then the algorithm's
+// control: one `if` per algorithm, the RED family first. Every parameter is action data
+// written over P4Runtime; control_plane/algorithms/ builds these actions from physical
+// values.
 // (A switch on the table's action would dispatch without conditions, but p4c inlines the
 // prologue once per case, and its copies' temporaries cost every packet more than the
 // conditions: see defines.p4.)
@@ -93,13 +94,15 @@ control AqmDispatch(in headers_t hdr,
             }
             epoch.apply(meta.port_index, meta.aqm.common.epoch, fresh, meta.rec);
             prng.apply(meta.port_index, fresh, meta.aqm.common, meta.rec);
-            if (meta.aqm.common.algorithm == ALGO_RED || meta.aqm.common.algorithm == ALGO_AECN) {
+            if (meta.aqm.common.algorithm == ALGO_RED
+                    || meta.aqm.common.algorithm == ALGO_AECN) {
                 // AECN is RED+ECN with a ramp per RTT group and decisions owed per group.
                 if (meta.aqm.common.algorithm == ALGO_AECN) {
-                    aecn_group.apply(meta.port_index, meta.aqm.aecn, meta.aqm.red, hdr, meta.rtt_us,
-                                     std_meta, meta.rec, meta.group_index);
+                    aecn_group.apply(meta.port_index, meta.aqm.aecn, meta.aqm.red, hdr,
+                                     meta.rtt_us, std_meta, meta.rec, meta.group_index);
                 }
-                red_aqm.apply(meta.port_index, fresh, meta.aqm.red, std_meta, meta.rec, fire);
+                red_aqm.apply(meta.port_index, meta.group_index, fresh, meta.aqm.red, std_meta,
+                              meta.rec, fire);
                 if (meta.aqm.common.algorithm == ALGO_AECN) {
                     aecn_debt.apply(meta.port_index, fresh, meta.aqm.aecn, ecn, meta.rec, fire);
                 }
@@ -112,8 +115,8 @@ control AqmDispatch(in headers_t hdr,
             } else if (meta.aqm.common.algorithm == ALGO_PI) {
                 pi_aqm.apply(meta.port_index, fresh, meta.aqm.pi, std_meta, meta.rec, fire);
             } else if (meta.aqm.common.algorithm == ALGO_REM) {
-                rem_aqm.apply(meta.port_index, fresh, meta.aqm.rem, std_meta, meta.arr_seq, meta.rec,
-                              fire);
+                rem_aqm.apply(meta.port_index, fresh, meta.aqm.rem, std_meta, meta.arr_seq,
+                              meta.rec, fire);
             }
         }
     }

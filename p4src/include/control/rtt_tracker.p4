@@ -111,7 +111,9 @@ control RttTracker(in headers_t hdr,
     apply {
         rtt = 0;
         if (hdr.tcp_ts.isValid()) {
-            if (rtt_config.apply().hit) {
+            // A keyless table never hits: its default action says whether to track.
+            switch (rtt_config.apply().action_run) {
+            track: {
                 keys();
                 // 1. Remember this packet's TSval (the first packet of a TSval keeps it).
                 pt_sig.read(v.stored, v.slot);
@@ -175,6 +177,7 @@ control RttTracker(in headers_t hdr,
                     }
                 }
                 v.setInvalid();
+            }
             }
         }
     }
