@@ -120,7 +120,9 @@ def run_metrics(folder: Path) -> dict:
                           "transport": flow.get("transport", "kernel"),
                           "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
                           "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
-                          "seconds": rates.seconds if rates else math.nan,
+                          # An iperf3 interrupted before it started reports any time.
+                          "seconds": min(rates.seconds, end - flow["start"]) if rates
+                          else math.nan,
                           "retransmits": rates.retransmits if rates else -1,
                           "error": error or "",
                           **{f"cuts_{signal}": reductions.get(signal, "")

@@ -24,18 +24,32 @@ from experiments.runner import Run
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
+def blocks(rows: list[dict]) -> list[list[dict]]:
+    """Consecutive rows with the same columns: one table each (E5's RTT rows differ)."""
+    out: list[list[dict]] = []
+    for row in rows:
+        if out and list(out[-1][0]) == list(row):
+            out[-1].append(row)
+        else:
+            out.append([row])
+    return out
+
+
 def markdown_table(rows: list[dict]) -> list[str]:
-    if not rows:
-        return []
-    return ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0]),
-            *["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]]
+    lines: list[str] = []
+    for block in blocks(rows):
+        lines += ([""] if lines else []) + [
+            "| " + " | ".join(block[0]) + " |", "|" + "---|" * len(block[0]),
+            *["| " + " | ".join(str(v) for v in row.values()) + " |" for row in block]]
+    return lines
 
 
 def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path],
                   claims: list[dict], timing: str) -> None:
     if rows:
         with open(folder / "summary.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            columns = list(dict.fromkeys(k for row in rows for k in row))
+            writer = csv.DictWriter(f, fieldnames=columns, restval="")
             writer.writeheader()
             writer.writerows(rows)
     lines = [f"# {experiment.title}", "", f"Scaling: {experiment.scaling}", "",
@@ -87,12 +101,13 @@ def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]],
     rows, figures = experiment.report(results, folder)
     claims = experiment.verdicts(results) if experiment.verdicts else []
     write_summary(folder, experiment, rows, figures, claims, timing)
-    table = Table(title=experiment.title)
-    for column in rows[0] if rows else []:
-        table.add_column(column, justify="right")
-    for row in rows:
-        table.add_row(*[str(v) for v in row.values()])
-    console.print(table)
+    for block in blocks(rows):
+        table = Table(title=experiment.title)
+        for column in block[0]:
+            table.add_column(column, justify="right")
+        for row in block:
+            table.add_row(*[str(v) for v in row.values()])
+        console.print(table)
     console.print("Paper's claims:\n" + "\n".join(f"  - {c}" for c in experiment.claims))
     if claims:
         verdict = Table(title="Claims beside our result")

@@ -31,6 +31,10 @@ GROUPS = ("fragile", "average", "robust")    # the seed's order, in tables and p
 MINTH, MAXTH, MAXP, WQ = 10.0, 30.0, 0.5, 0.002
 WINDOW = 64 * 1000          # bytes: 64 packets (iperf3 -w; Linux's accounting is approximate)
 DURATION, MEASURE_FROM = 60.0, 10.0
+# Streams per iperf3 process, and the time by which every group has connected (the
+# fragile group's STREAMS handshakes of 300 ms, with a margin).
+STREAMS = 20
+SETUP = 1.25 * STREAMS * 0.300
 FLOWS = (15, 30, 60, 120, 240, 480, 600)
 SUBSET_FLOWS = (15, 60, 240)
 ALGORITHMS = ("red", "ecn", "aecn")
@@ -65,11 +69,16 @@ def aqm(name: str) -> Aqm:
 
 
 def group_flows(group: str, n: int) -> list[Flow]:
-    """n flows of one group: iperf3 processes of at most 100 streams (it takes 128)."""
+    """n flows of one group as iperf3 processes of at most STREAMS streams, started so that
+    every group's transfers begin together: iperf3 connects its streams one after the
+    other (one RTT each) before any sends, and a SYN is Not-ECT, dropped by a congested
+    ECN queue, so a group that connects late is locked out by the handshake, not by the
+    AQM (seed 002's ns-2 senders have no handshake)."""
     k = SENDER_GROUPS.index(group)
-    chunks = [100] * (n // 100) + ([n % 100] if n % 100 else [])
-    return [Flow(k, 0, start=0.1 * k + 0.3 * c, window=WINDOW, group=group, streams=size)
-            for c, size in enumerate(chunks)]
+    chunks = [STREAMS] * (n // STREAMS) + ([n % STREAMS] if n % STREAMS else [])
+    rtt = TOPOLOGY.expected_rtt(k, 0)
+    return [Flow(k, 0, start=SETUP - 1.25 * size * rtt + 0.05 * c, window=WINDOW,
+                 group=group, streams=size) for c, size in enumerate(chunks)]
 
 
 def sweep_run(name: str, flows: int) -> RunSpec:

@@ -19,7 +19,11 @@ def test_the_plan_splits_flows_equally_and_keeps_iperf3_under_its_stream_limit()
         n = int(label.split("-")[1][:-1])
         per_group = {g: sum(f.streams for f in run.flows if f.group == g) for g in e5.GROUPS}
         assert per_group == dict.fromkeys(e5.GROUPS, n // 3), label
-        assert all(f.streams <= 100 and f.window == 64_000 for f in run.flows)
+        assert all(f.streams <= e5.STREAMS and f.window == 64_000 for f in run.flows)
+        # Every process has connected its streams (one RTT each) by the same time.
+        ready = [f.start + 1.25 * f.streams * run.topology.expected_rtt(f.sender, 0)
+                 for f in run.flows]
+        assert max(ready) - min(ready) < 0.5 and max(ready) <= e5.SETUP + 0.5, label
     assert runs["red-15f"].topology.ecn is False and runs["ecn-15f"].topology.ecn
     assert runs["aecn-15f"].aqm.groups == ("src:10.0.0.1/32=robust;src:10.0.0.2/32=average;"
                                            "src:10.0.0.3/32=fragile")
