@@ -114,7 +114,12 @@ def run_metrics(folder: Path) -> dict:
         error = doc.get("error") if streams[0] else "no result"
         if error in INTERRUPTED:              # stopped late by the runner: measured anyway
             error = None
+        # iperf3 reports only the streams that connected; the others carried nothing for the
+        # whole run: locked out, not absent.
+        connected = len(streams)
+        streams += [metrics.FlowRates(0.0, 0.0, 0, math.inf)] * (flow.get("streams", 1) - connected)
         for s, rates in enumerate(streams):
+            stream_error = error or ("" if s < connected else "never connected")
             flows.append({"flow": k, "stream": s, "group": flow["group"],
                           "reverse": flow["reverse"], "start": flow["start"],
                           "transport": flow.get("transport", "kernel"),
@@ -124,7 +129,7 @@ def run_metrics(folder: Path) -> dict:
                           "seconds": min(rates.seconds, end - flow["start"]) if rates
                           else math.nan,
                           "retransmits": rates.retransmits if rates else -1,
-                          "error": error or "",
+                          "error": stream_error,
                           **{f"cuts_{signal}": reductions.get(signal, "")
                              for signal in ("incipient", "moderate", "loss", "timeout")}})
     out["senders"] = "+".join(sorted({f["transport"] for f in flows})) if flows else ""

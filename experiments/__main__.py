@@ -6,8 +6,10 @@ import argparse
 import csv
 import json
 import logging
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,9 +19,10 @@ from rich.table import Table
 
 from analysis.results import run_metrics
 from control_plane import toolchain
-from control_plane.build import compile_program
+from control_plane.build import Artifacts, compile_program
 from experiments.catalog import EXPERIMENTS, PlanOptions
-from experiments.runner import Run
+from experiments.runner import Run, jsonable
+from experiments.spec import RunSpec
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -63,18 +66,74 @@ def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path
     (folder / "summary.md").write_text("\n".join(lines) + "\n")
 
 
-def run(name: str, out: Path, opts: PlanOptions, log_level: str) -> int:
+class ResumeError(Exception):
+    """A folder that cannot be resumed: not this experiment's, other options, or another
+    program."""
+
+
+def finished(folder: Path, spec: RunSpec) -> bool:
+    """The run completed (its metrics were computed) with exactly this spec."""
+    config = folder / spec.label / "config.json"
+    return ((folder / spec.label / "metrics.json").is_file() and config.is_file()
+            and json.loads(config.read_text()) == jsonable(spec))
+
+
+def program(bmv2_json: Path) -> dict:
+    """The compiled program without the path p4c was given."""
+    compiled = json.loads(bmv2_json.read_text())
+    compiled.pop("program", None)
+    return compiled
+
+
+def resumable(folder: Path, name: str, specs: list[RunSpec]) -> Artifacts:
+    """The folder's own build, after checking that the program compiles to it today (so
+    the resumed runs run the same switch) and that its runs belong to this plan."""
+    if not (folder / "build").is_dir():
+        raise ResumeError(f"{folder}: not a run folder of `experiments run` (no build/)")
+    labels = {spec.label for spec in specs}
+    for config in folder.glob("*/config.json"):
+        ran = json.loads(config.read_text())
+        if ran.get("experiment") != name or ran.get("label") not in labels:
+            raise ResumeError(f"{config.parent}: run of another experiment or other options "
+                              f"({ran.get('experiment')} {ran.get('label')})")
+    artifacts = Artifacts.in_folder(folder / "build")
+    with tempfile.TemporaryDirectory() as tmp:
+        today = compile_program(Path(tmp))
+        if program(today.bmv2_json) != program(artifacts.bmv2_json):
+            raise ResumeError(f"{folder}: the P4 program changed since these runs; "
+                              "start a new run")
+    return artifacts
+
+
+def run(name: str, out: Path, opts: PlanOptions, log_level: str,
+        resume: Path | None = None) -> int:
     experiment = EXPERIMENTS[name]
     missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
     if missing:
         console.print(f"[red]{name}: needs the P4 toolchain: {missing}")
         return 2
     specs = experiment.plan(opts)
-    folder = out.resolve() / name / time.strftime("%Y%m%d-%H%M%S")
-    folder.mkdir(parents=True)
-    artifacts = compile_program(folder / "build")
-    console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs -> {folder}")
     results, seconds = [], []
+    if resume:
+        folder = resume.resolve()
+        try:
+            artifacts = resumable(folder, name, specs)
+        except ResumeError as e:
+            console.print(f"[red]cannot resume: {e}")
+            return 2
+        done = [spec for spec in specs if finished(folder, spec)]
+        results = [(s.label, folder / s.label, run_metrics(folder / s.label)) for s in done]
+        specs = [spec for spec in specs if spec not in done]
+        for spec in specs:
+            if (folder / spec.label).exists():
+                console.print(f"{spec.label}: unfinished, its partial data removed")
+                shutil.rmtree(folder / spec.label)
+        console.print(f"resuming {folder}: {len(done)} runs done, {len(specs)} to go")
+    else:
+        folder = out.resolve() / name / time.strftime("%Y%m%d-%H%M%S")
+        folder.mkdir(parents=True)
+        artifacts = compile_program(folder / "build")
+    console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs -> {folder}")
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),
                   TimeRemainingColumn(), console=console) as progress:
         overall = progress.add_task("all runs", total=len(specs), what="")
@@ -90,9 +149,12 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str) -> int:
             progress.update(task, completed=spec.duration, what="done")
             progress.advance(overall)
     total = sum(seconds)
+    order = {spec.label: k for k, spec in enumerate(experiment.plan(opts))}
+    results.sort(key=lambda r: order[r[0]])
     summarise(experiment, folder, results,
               f"Time: {len(seconds)} runs in {total / 60:.1f} min "
-              f"({total / len(seconds):.0f} s per run, from topology start to teardown).")
+              f"({total / max(len(seconds), 1):.0f} s per run, from topology start to "
+              "teardown)" + (", this session's runs only." if resume else "."))
     return 0
 
 
@@ -155,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--full", action="store_true",
                     help="E6: the paper's whole sweep (about 2 h) instead of the subset")
     go.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
+    go.add_argument("--resume", type=Path, metavar="FOLDER",
+                    help="finish an interrupted run folder (same options): keep its finished "
+                         "runs, redo the others")
     again = sub.add_parser("report", help="recompute metrics, tables and plots of a run folder")
     again.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
@@ -172,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         return report(args.folder)
     try:
         return run(args.name, args.out, PlanOptions(args.loss, args.kernel_tcp, args.full),
-                   args.log_level)
+                   args.log_level, args.resume)
     except KeyboardInterrupt:
         console.print("[red]interrupted: everything the run started has been stopped")
         return 130

@@ -1,5 +1,6 @@
 """Every metric on hand-made data with a known answer."""
 
+import csv
 import json
 import math
 
@@ -159,3 +160,26 @@ def test_aggregate_rate_weights_flows_by_their_lifetime():
     assert metrics.aggregate_rate(flows) == pytest.approx(2.0 + 20 * 0.1 / 2)
     assert metrics.aggregate_rate([(0.0, 3.0, 1.0), (0.0, 3.0, 2.0)]) == pytest.approx(3.0)
     assert math.isnan(metrics.aggregate_rate([]))
+
+
+def test_streams_that_never_connected_are_locked_out_flows(tmp_path):
+    """An iperf3 -P 3 whose third connection never completed: iperf3 reports two streams."""
+    def stream(received: int) -> dict:
+        return {"sender": {"bytes": received, "seconds": 3.0, "retransmits": 0},
+                "receiver": {"bytes": received, "seconds": 3.0}}
+    partial = iperf(6_000_000, 6_000_000, 3.0, 0)
+    partial["end"]["streams"] = [stream(3_000_000), stream(3_000_000)]
+    write_run(tmp_path, [("robust", partial), ("fragile", iperf(3_000_000, 3_000_000, 3.0, 0))],
+              [counter_row(0.0, 0, 0), counter_row(3.0, 300, 300)],
+              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}])
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["flows"][0]["streams"] = 3
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    m = run_metrics(tmp_path)
+    assert m["lockout"] == 1 and m["flows_failed"] == 1
+    assert m["jain"] == pytest.approx(metrics.jain([8.0, 8.0, 0.0, 8.0]))
+    assert m["group_goodput_mbps"]["robust"]["n"] == 3
+    rows = list(csv.DictReader(open(tmp_path / "flows.csv")))
+    assert [(r["stream"], r["error"]) for r in rows[:3]] == [
+        ("0", ""), ("1", ""), ("2", "never connected")]
+    assert float(rows[2]["seconds"]) == pytest.approx(3.0)

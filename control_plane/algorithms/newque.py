@@ -1,9 +1,12 @@
 """NEWQUE (seed 003, Santhi & Natarajan; p4src/include/aqm/newque.p4): a rate-based AQM.
 
 Per packet, in arrival order:
-    r = (1 - e^(-T/K)) l / T + e^(-T/K) r_old      T inter-arrival time, l = 1 packet
-                                                   (the gain from a table, 1 - e^(-T/K)
-                                                   as T times the gain)
+    r = (1 - e^(-T/K)) l / T + e^(-T/K) r_old      T the time since the previous packet
+                                                   the queue took, l the packets that
+                                                   arrived in T (this one and those BMv2
+                                                   dropped at its full queue: the gap in
+                                                   the arrival numbers); the gain from a
+                                                   table, 1 - e^(-T/K) as T times the gain
     EQ = Q + 1                                     Q the queue the packet found
     r >= C or EQ >= B: P += alpha; otherwise P -= beta; each change at most once per
     min_interval (increase checked first, the seed's step 4 before step 5)
@@ -11,18 +14,22 @@ Per packet, in arrival order:
     EQ > B: dropped (B = limit, the verdict's overflow)
 
 Choices where the seed is silent or BMv2 differs from ns-2 (README, "NEWQUE"):
-  - the rate counts packets (l = 1) and C is in packets/s: BMv2's queue serves packets
+  - the rate counts packets and C is in packets/s: BMv2's queue serves packets
     (set_queue_rate), so packets/s is the rate the queue compares against; with equal
     packets (E6: 1040 B) this is the seed's byte rate divided by the packet size;
   - "link idle" (the seed's other decrease event) is a packet finding r < C, which an idle
     link implies; an arrival at an empty queue after a burst with r >= C still increases;
   - a packet already CE counts as marked (it carries the signal; CE never changes);
   - "now" for the pacing is the packet's arrival time; at a new epoch P = 0, r = 0 and the
-    first packet's T is 0 (r = 1/K: one packet in the last K).
+    first packet's T is 0 and l is 1 (r = 1/K: one packet in the last K);
+  - the packets BMv2 drops at its full queue never reach egress: they count in the next
+    admitted packet's l, so the estimate is the offered rate even when the buffer is
+    full (counted only by their number: every E6 packet has the same size).
 Defaults are the seed's: alpha 0.0001, beta 0.02, min_interval 0.1 s, K 0.1 s; ECN on
 (the seed's senders are ECN-capable); C = the port's service rate unless given.
 
-Telemetry: prob = P (FRAC32), state0 = r (RATE, packets/s * 2^16), event = the change.
+Telemetry: prob = P (FRAC32), state0 = r (RATE, packets/s * 2^16), state1 = l, arr_seq,
+event = the change.
 """
 
 from __future__ import annotations
@@ -32,8 +39,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from control_plane import fixedpoint as fp
-from control_plane.algorithms.base import (Aqm, Arrival, ConfigError, Decision, Encoded, Link,
-                                           TableAction, checked, ecn_mode, elapsed_since,
+from control_plane.algorithms.base import (U32, Aqm, Arrival, ConfigError, Decision, Encoded,
+                                           Link, TableAction, checked, ecn_mode, elapsed_since,
                                            frac32_add, frac32_sub, number)
 from control_plane.dataplane import Event, Region
 from control_plane.lookup import LookupTable, TableRows
@@ -96,7 +103,8 @@ class Newque(Aqm):
 
     @staticmethod
     def describe(record) -> dict[str, float]:
-        return {"P": fp.from_frac32(record.prob), "rate_pps": fp.from_rate(record.state0)}
+        return {"P": fp.from_frac32(record.prob), "rate_pps": fp.from_rate(record.state0),
+                "arrived": record.state1}
 
 
 class NewqueModel:
@@ -106,19 +114,21 @@ class NewqueModel:
         self.p = encoded.action.params
         self.limit = encoded.limit
         self.table = encoded.tables[0].lookup
-        self.prob = self.rate = self.last_arrival = self.last_change = 0
+        self.prob = self.rate = self.last_arrival = self.last_change = self.last_seq = 0
 
     def step(self, fresh: bool, pkt: Arrival, rnd: int) -> Decision:
         p = self.p
         arrival = pkt.arrival
         if fresh:
             self.prob, self.rate, self.last_arrival, self.last_change = 0, 0, arrival, 0
+            self.last_seq = (pkt.arr_seq - 1) & U32
+        arrived = (pkt.arr_seq - self.last_seq) & U32
         gap = elapsed_since(self.last_arrival, arrival)
         if self.table.covers(gap):
             gain = self.table.value(gap)
             spent = (gap * gain * RATE_USEC_TO_FRAC32) >> 32
             keep = min((1 << 32) - spent, fp.FRAC32_ONE) if spent < 1 << 32 else 0
-            self.rate = min(gain + ((keep * self.rate) >> 32), fp.U32_MAX)
+            self.rate = min(gain * arrived + ((keep * self.rate) >> 32), fp.U32_MAX)
         else:
             self.rate = 0
 
@@ -132,6 +142,7 @@ class NewqueModel:
         elif due:
             self.prob = frac32_sub(self.prob, p["beta"])
             self.last_change, event = arrival, Event.DECREASE
-        self.last_arrival = arrival
+        self.last_arrival, self.last_seq = arrival, pkt.arr_seq
         return Decision(fire=over and rnd < self.prob, region=Region.A if over else Region.NONE,
-                        prob=self.prob, event=event, state0=self.rate)
+                        prob=self.prob, event=event, state0=self.rate, state1=arrived,
+                        arr_seq=pkt.arr_seq)

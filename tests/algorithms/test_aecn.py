@@ -14,7 +14,7 @@ import pytest
 from scapy.layers.l2 import Ether
 
 from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, five_tuple, run_pattern, tally)
+                         check_refused_without_writes, five_tuple, replay, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.aecn import AecnModel, parse_rules
 from control_plane.algorithms.base import FiveTuple, Link
@@ -22,7 +22,7 @@ from control_plane.aqm import Aecn, ConfigError, PortConfig
 from control_plane.dataplane import Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortModel
 from control_plane.rtt_tracker import RttTrackerModel, TcpSegment
-from traffic import HOSTS, tcp_segment, udp_packet
+from traffic import HOSTS, paced, tcp_segment, udp_packet
 
 ROBUST, AVERAGE, FRAGILE = 0, 1, 2
 
@@ -243,6 +243,28 @@ async def test_switch_equals_golden_model_with_the_table(switch, testbed):
     # Some marks were owed: paid by a packet that did not decide (a CE packet decided).
     assert any(debts(r.state0) != (0, 0, 0) for r in records)
     assert all(r.state1 == 0 and r.rtt == 0 for r in records)
+
+
+@pytest.mark.p4
+@pytest.mark.root
+async def test_a_new_epoch_starts_every_group_s_count_from_zero(switch, testbed):
+    """A run that ends with the average in the ramp leaves a count in every group; the
+    port's next epoch starts all of them from 0, as the model does (a count left in a group
+    that is not the first packet's would show in that group's next draws)."""
+    config = PortConfig(port=PORT, aqm=Aecn(wq=0.05, minth=5.0, maxth=60.0, maxp=0.02,
+                                            limit=1000, rtt_source="table", groups=GROUP_RULES),
+                        link_pps=RATE_PPS, seed=7, telemetry_interval=0.0)
+    first = await run_pattern(switch, testbed, config, steps=paced(260, 1.0),
+                              make_frame=by_group)
+    _, model = replay(first)
+    assert all(model.algorithm.marker.counts.get(g, 0) > 0 for g in (ROBUST, AVERAGE, FRAGILE)), \
+        model.algorithm.marker.counts
+    second = await run_pattern(switch, testbed, replace(config, seed=8), steps=paced(90, 0.5),
+                               make_frame=by_group)
+    assert second.epoch != first.epoch and len(second.records) == 45
+    expected, _ = replay(second)
+    for got, want in zip(second.records, expected):
+        assert got == want, f"switch: {got.describe()}\nmodel:  {want.describe()}"
 
 
 @pytest.mark.p4

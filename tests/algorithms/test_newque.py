@@ -4,6 +4,7 @@ switch against the model packet by packet."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from control_plane.aqm import ConfigError, Newque, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
 from modeling import arrivals, run_model
+from traffic import paced
 
 
 @pytest.mark.parametrize("aqm, message", [
@@ -79,6 +81,20 @@ def test_the_rate_follows_the_exponential_average():
         t_prev = pkt.arrival
         assert abs(fp.from_rate(rec.state0) - exact) <= 1e-4 * exact + 1e-3
     assert abs(fp.from_rate(recs[-1].state0) - 200.0) < 0.01
+
+
+def test_packets_bmv2_dropped_count_in_the_rate():
+    """A packet every 5 ms reaches egress, two more were dropped at BMv2's full queue before
+    each (arrival numbers 1, 4, 7, ...): the offered rate, 600 packets/s, is what NEWQUE
+    estimates and compares with C, not the 200 packets/s it served."""
+    packets = [replace(p, arr_seq=3 * p.ip_id + 1) for p in arrivals([10] * 400, gap_us=5000)]
+    _, recs = run_model(Newque(capacity=400.0, limit=1000), packets)
+    assert [r.state1 for r in recs[:3]] == [1, 3, 3] and recs[2].arr_seq == 7
+    assert fp.from_rate(recs[-1].state0) == pytest.approx(600.0, rel=1e-4)
+    assert recs[-1].region == Region.A   # r >= C: the marking region
+    _, served = run_model(Newque(capacity=400.0, limit=1000), arrivals([10] * 400, gap_us=5000))
+    assert fp.from_rate(served[-1].state0) == pytest.approx(200.0, rel=1e-4)
+    assert served[-1].region == Region.NONE
 
 
 def test_probability_moves_by_alpha_and_beta_at_most_once_per_interval():
@@ -168,6 +184,24 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     assert {Outcome.PASS, Outcome.MARK, Outcome.PROB_DROP, Outcome.OVERFLOW_DROP} <= set(outcomes)
     assert {Event.INCREASE, Event.DECREASE, Event.HELD} <= {r.event for r in records}
     assert max(r.state0 for r in records) >= RATE_PPS << 16 > min(r.state0 for r in records)
+
+
+@pytest.mark.p4
+@pytest.mark.root
+async def test_the_rate_counts_what_bmv2_dropped_at_its_full_queue(switch, testbed):
+    """BMv2's queue only 12 deep, the program's limit far above: 400 packets/s offered to a
+    200 packets/s port. The packets BMv2 drops never reach egress; the next one counts them,
+    so the estimate reaches the offered rate where the served one stays near C."""
+    run = await run_pattern(switch, testbed, PortConfig(
+        port=PORT, aqm=Newque(alpha=0.05, beta=0.02, min_interval=0.05, capacity=300.0,
+                              limit=1000),
+        link_pps=RATE_PPS, seed=7, telemetry_interval=0.0), steps=paced(400, 1.5),
+        queue_depth=12)
+    records = check_against_model(run, tail_drops=True)
+    # Every packet sent up to the last one egress saw is counted once (ip ids are 1, 2, ...).
+    assert sum(r.state1 for r in records) == records[-1].ip_id > len(records) + 100
+    assert max(fp.from_rate(r.state0) for r in records) > 300.0
+    assert Outcome.MARK in tally(records)[1]
 
 
 @pytest.mark.p4

@@ -20,7 +20,6 @@ header red_h {
 }
 
 header marker_h {
-    bit<48> entry;   // the count register's entry: epoch ++ count
     bit<64> pb;      // FRAC32 (saturated), widened
     bit<64> spent;   // count * pb
     bit<32> next;    // count after this packet (saturated)
@@ -33,33 +32,44 @@ header marker_h {
 //   fire  <=>  count * pb >= 1  or  rnd * (1 - count * pb) < pb     (all FRAC32)
 // One count per group (index = port * 4 + group; the RED family has one group): with one
 // count per port, the group with the highest pb would take most marks (AECN's robust group
-// 5 times the average one's instead of twice, in the model). A count from an earlier epoch
-// counts as 0, so a new epoch resets every group's.
+// 5 times the average one's instead of twice, in the model). The port's first packet of a
+// new epoch resets every group's count (the rare branch pays for it, not every packet).
 // record: region, prob = pb, count (before this packet).
 control Marker(in bit<32> index,
+               in bit<1> fresh,
                in red_h r,
                inout aqm_record_t rec,
                out bit<1> fire) {
 
-    register<bit<48>>(PORT_SLOTS * 4) count_reg;
+    register<bit<32>>(PORT_SLOTS * 4) count_reg;
     marker_h v;
 
-    // In an action: p4c does not propagate the concatenation into the register call.
-    action store() {
-        v.entry = rec.epoch ++ v.next;
+    // The steps are actions (p4c predicates the `if`s inside them): below the ramp, where
+    // most packets are, a packet applies two tables, load and below.
+    action load() {
+        v.setValid();
+        count_reg.read(rec.count, index);
     }
 
-    apply {
-        v.setValid();
-        count_reg.read(v.entry, index);
-        rec.count = v.entry[31:0];
-        if (v.entry[47:32] != rec.epoch) {
-            rec.count = 0;
-        }
-        v.pb = 0;
-        if (rec.avg < r.t0) {
-            rec.region = REGION_NONE;
-        } else if (rec.avg < r.t1) {
+    // In an action, the indexes are expressions of the register calls, not temporaries.
+    action reset_port() {
+        rec.count = 0;
+        count_reg.write(index & 0xfffffffc, 0);
+        count_reg.write((index & 0xfffffffc) | 1, 0);
+        count_reg.write((index & 0xfffffffc) | 2, 0);
+        count_reg.write((index & 0xfffffffc) | 3, 0);
+    }
+
+    // Below the ramp nothing fires and the count restarts.
+    action below() {
+        rec.region = REGION_NONE;
+        rec.prob = 0;
+        fire = 0;
+        count_reg.write(index, 0);
+    }
+
+    action ramp() {
+        if (rec.avg < r.t1) {
             rec.region = REGION_A;
             v.pb = ((bit<64>)r.slope_a * (bit<64>)(rec.avg - r.t0)) >> 16;
         } else if (rec.avg < r.t2) {
@@ -73,11 +83,10 @@ control Marker(in bit<32> index,
             v.pb = (bit<64>)FRAC32_ONE;
         }
         rec.prob = (frac32_t)v.pb;
-
         fire = 0;
         v.next = 0;
-        if (rec.region == REGION_A || rec.region == REGION_B) {
-            v.spent = (bit<64>)rec.count * v.pb;
+        v.spent = (bit<64>)rec.count * v.pb;
+        if (rec.region != REGION_FORCED) {
             if (v.spent >= 64w0x100000000
                     || (bit<64>)rec.rnd * (64w0x100000000 - v.spent) < (v.pb << 32)) {
                 fire = 1;
@@ -87,8 +96,19 @@ control Marker(in bit<32> index,
                 v.next = rec.count + 1;
             }
         }
-        store();
-        count_reg.write(index, v.entry);
+        count_reg.write(index, v.next);
+    }
+
+    apply {
+        load();
+        if (fresh == 1) {
+            reset_port();
+        }
+        if (rec.avg < r.t0) {
+            below();
+        } else {
+            ramp();
+        }
     }
 }
 

@@ -6,14 +6,19 @@
 
 // NEWQUE (seed 003, control_plane/algorithms/newque.py): a rate-based AQM. Per packet, in
 // arrival order (egress sees a port's packets in the order they arrived):
-//   r = (1 - e^(-T/K)) / T + e^(-T/K) r_old       T the inter-arrival time, packets/s
+//   r = (1 - e^(-T/K)) l / T + e^(-T/K) r_old     packets/s; T the time since the previous
+//                                                 packet the queue took, l the packets that
+//                                                 arrived in T: this one and those BMv2
+//                                                 dropped at its full queue (the gap in
+//                                                 ingress's arrival numbers), so the rate
+//                                                 is the offered one, not at most C
 //   EQ = Q + 1                                    Q the queue the packet found, packets
 //   r >= C or EQ >= B: P += alpha;  otherwise (r < C): P -= beta;  each change at most
 //   once per min_interval (the increase is checked first, as in the seed's Fig. 1)
 //   r >= C: the departing (front) packet is marked (ECT) or dropped (Not-ECT) with P
 //   EQ > B: dropped (the verdict's limit, B = limit)
-// BMv2 serves packets, not bytes (set_queue_rate), so the rate counts packets (l = 1) and
-// C is the port's service rate in packets/s. The gain g(T) = (1 - e^(-T/K)) / T, which
+// BMv2 serves packets, not bytes (set_queue_rate), so the rate counts packets and C is
+// the port's service rate in packets/s. The gain g(T) = (1 - e^(-T/K)) / T, which
 // needs exp and a division, comes from the newque_rate table (per bucket of 2^rate_shift
 // microseconds of T: its value at the bucket's start and its drop across it,
 // interpolated); then 1 - e^(-T/K) = T g(T), so a constant arrival rate is estimated
@@ -51,6 +56,8 @@ header newque_vars_h {
     bit<48> last_arrival;
     bit<48> last_change;
     bit<48> gap;            // T
+    bit<32> last_seq;       // the previous packet's arrival number
+    bit<32> arrived;        // l
     bit<48> b;
     bit<16> bucket;
     rate_t  gain;           // (1 - e^(-T/K)) / T, RATE per packet
@@ -63,12 +70,14 @@ header newque_vars_h {
     bit<8>  over;
 }
 
-// record: prob = P (FRAC32), state0 = r (RATE), event = the change to P.
+// record: prob = P (FRAC32), state0 = r (RATE), state1 = l, arr_seq, event = the change
+// to P.
 control Newque(in bit<32> index,
                in bit<1> fresh,
                in aqm_common_h c,
                in newque_h p,
                in standard_metadata_t std_meta,
+               in bit<32> arr_seq,
                inout aqm_record_t rec,
                out bit<1> fire) {
 
@@ -76,6 +85,7 @@ control Newque(in bit<32> index,
     register<rate_t>(PORT_SLOTS) rate_reg;
     register<bit<48>>(PORT_SLOTS) last_arrival_reg;
     register<bit<48>>(PORT_SLOTS) last_change_reg;
+    register<bit<32>>(PORT_SLOTS) last_seq_reg;
     newque_vars_h v;
 
     action gain(rate_t gain_at_start, rate_t gain_drop_across) {
@@ -89,15 +99,38 @@ control Newque(in bit<32> index,
         v.gain = 0;
     }
 
-    // Straight-line code in an action: p4c does not propagate its values as expressions
-    // into the register calls (each would become a temporary).
+    // The steps are actions: p4c predicates the `if`s inside them, where in the apply
+    // block each stretch of straight-line code would be a table (see defines.p4), and
+    // does not propagate their values into the register calls as temporaries.
+    // load: the state, T and l, and the gain table's bucket for T.
     action load() {
         v.setValid();
         prob_reg.read(rec.prob, index);
         rate_reg.read(rec.state0, index);
         last_arrival_reg.read(v.last_arrival, index);
         last_change_reg.read(v.last_change, index);
+        last_seq_reg.read(v.last_seq, index);
         v.arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
+        if (fresh == 1) {
+            rec.prob = 0;
+            rec.state0 = 0;
+            v.last_arrival = v.arrival;
+            v.last_change = 0;
+            v.last_seq = arr_seq - 1;
+        }
+        rec.arr_seq = arr_seq;
+        v.arrived = arr_seq - v.last_seq;
+        rec.state1 = v.arrived;
+
+        v.gap = v.arrival - v.last_arrival;
+        if (v.gap > 0x7fffffffffff) {
+            v.gap = 0;
+        }
+        v.b = v.gap >> p.rate_shift;
+        if (v.b > (bit<48>)BUCKET_MAX) {
+            v.b = (bit<48>)BUCKET_MAX;
+        }
+        v.bucket = (bit<16>)v.b;
     }
 
     table newque_rate {
@@ -110,25 +143,8 @@ control Newque(in bit<32> index,
         size = LOOKUP_ENTRIES;
     }
 
-    apply {
-        load();
-        if (fresh == 1) {
-            rec.prob = 0;
-            rec.state0 = 0;
-            v.last_arrival = v.arrival;
-            v.last_change = 0;
-        }
-
-        v.gap = v.arrival - v.last_arrival;
-        if (v.gap > 0x7fffffffffff) {
-            v.gap = 0;
-        }
-        v.b = v.gap >> p.rate_shift;
-        if (v.b > (bit<48>)BUCKET_MAX) {
-            v.b = (bit<48>)BUCKET_MAX;
-        }
-        v.bucket = (bit<16>)v.b;
-        newque_rate.apply();
+    // The rate, P's change and the decision.
+    action update() {
         if (v.hit == 1) {
             v.spent = ((bit<96>)v.gap * (bit<96>)v.gain * RATE_USEC_TO_FRAC32) >> 32;
             v.keep = 0;
@@ -138,7 +154,8 @@ control Newque(in bit<32> index,
                     v.keep = (bit<96>)FRAC32_ONE;
                 }
             }
-            v.rate = (bit<96>)v.gain + ((v.keep * (bit<96>)rec.state0) >> 32);
+            v.rate = (bit<96>)v.gain * (bit<96>)v.arrived
+                     + ((v.keep * (bit<96>)rec.state0) >> 32);
             if (v.rate > (bit<96>)0xffffffff) {
                 v.rate = (bit<96>)0xffffffff;
             }
@@ -180,6 +197,7 @@ control Newque(in bit<32> index,
         rate_reg.write(index, rec.state0);
         last_arrival_reg.write(index, v.arrival);
         last_change_reg.write(index, v.last_change);
+        last_seq_reg.write(index, arr_seq);
 
         fire = 0;
         rec.region = REGION_NONE;
@@ -189,6 +207,12 @@ control Newque(in bit<32> index,
                 fire = 1;
             }
         }
+    }
+
+    apply {
+        load();
+        newque_rate.apply();
+        update();
     }
 }
 

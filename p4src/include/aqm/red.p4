@@ -60,7 +60,7 @@ control Red(in bit<32> index,
 
     apply {
         queue_avg.apply(index, fresh, p.wq, p.idle_shift, std_meta, rec.avg);
-        marker.apply(group_index, p, rec, fire);
+        marker.apply(group_index, fresh, p, rec, fire);
     }
 }
 

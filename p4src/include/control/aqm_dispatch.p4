@@ -31,9 +31,19 @@ control AqmDispatch(in headers_t hdr,
     AecnGroup() aecn_group;
     AecnDebt() aecn_debt;
 
-    // The part of every algorithm's aqm_config action that is the same for all.
+    // The part of every algorithm's aqm_config action that is the same for all, with the
+    // record's inputs: in the table's action rather than after it, where p4c would make
+    // a table of its own for them that every packet applies.
     action aqm_common(bit<8> algorithm, bit<2> ecn_mode, bit<32> limit, bit<16> epoch_id,
                       bit<32> prng_seed, bit<1> use_bmv2_random) {
+        fresh = 0;
+        fire = 0;
+        meta.rec.port = (bit<16>)std_meta.egress_port;
+        meta.rec.enq_ts = std_meta.enq_timestamp;
+        meta.rec.deq_timedelta = std_meta.deq_timedelta;
+        meta.rec.egress_ts = std_meta.egress_global_timestamp;
+        meta.rec.qdepth = (bit<32>)std_meta.enq_qdepth;
+        meta.rec.pkt_len = std_meta.packet_length;
         meta.aqm.common.setValid();
         meta.aqm.common.algorithm = algorithm;
         meta.aqm.common.ecn_mode = ecn_mode;
@@ -57,6 +67,8 @@ control AqmDispatch(in headers_t hdr,
     AECN_ACTIONS
 
     action no_aqm() {
+        fresh = 0;
+        fire = 0;
         meta.aqm.common.setInvalid();
     }
 
@@ -80,15 +92,7 @@ control AqmDispatch(in headers_t hdr,
     }
 
     apply {
-        fresh = 0;
-        fire = 0;
         if (aqm_config.apply().hit) {
-            meta.rec.port = (bit<16>)std_meta.egress_port;
-            meta.rec.enq_ts = std_meta.enq_timestamp;
-            meta.rec.deq_timedelta = std_meta.deq_timedelta;
-            meta.rec.egress_ts = std_meta.egress_global_timestamp;
-            meta.rec.qdepth = (bit<32>)std_meta.enq_qdepth;
-            meta.rec.pkt_len = std_meta.packet_length;
             if (hdr.ipv4.isValid()) {
                 meta.rec.ip_id = hdr.ipv4.identification;
             }
@@ -108,7 +112,7 @@ control AqmDispatch(in headers_t hdr,
                 }
             } else if (meta.aqm.common.algorithm == ALGO_NEWQUE) {
                 newque_aqm.apply(meta.port_index, fresh, meta.aqm.common, meta.aqm.newque, std_meta,
-                                 meta.rec, fire);
+                                 meta.arr_seq, meta.rec, fire);
             } else if (meta.aqm.common.algorithm == ALGO_BLUE) {
                 blue_aqm.apply(meta.port_index, fresh, meta.aqm.blue, std_meta, meta.arr_seq,
                                meta.rec, fire);

@@ -31,13 +31,17 @@ control Verdict(in bit<32> index,
     counter(PORT_SLOTS * 4, CounterType.packets) group_marks;
     counter(PORT_SLOTS * 4, CounterType.packets) group_drops;
 
-    apply {
+    bool forced;
+    bool ecn_marks;
+
+    // The outcome, in an action whose `if`s p4c predicates (one table, no conditions).
+    action decide() {
         seen.count(index);
         rec.ecn_in = (bit<8>)ecn;
         rec.outcome = OUTCOME_PASS;
-        bool forced = rec.region == REGION_FORCED;
-        bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
-                         || (c.ecn_mode == ECN_MODE_MARK && !forced);
+        forced = rec.region == REGION_FORCED;
+        ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
+                    || (c.ecn_mode == ECN_MODE_MARK && !forced);
         if (c.isValid()) {
             if (fire || forced) {
                 if (ecn_marks && ecn != ECN_NOT_ECT) {
@@ -53,6 +57,17 @@ control Verdict(in bit<32> index,
                 rec.outcome = OUTCOME_OVERFLOW_DROP;
             }
         }
+    }
+
+    action codepoint_out() {
+        rec.ecn_out = rec.ecn_in;
+        if (hdr.ipv4.isValid()) {
+            rec.ecn_out = (bit<8>)hdr.ipv4.ecn;
+        }
+    }
+
+    apply {
+        decide();
 
         if (rec.outcome == OUTCOME_MARK) {
             group_marks.count(group_index);
@@ -85,10 +100,7 @@ control Verdict(in bit<32> index,
             }
         }
 
-        rec.ecn_out = rec.ecn_in;
-        if (hdr.ipv4.isValid()) {
-            rec.ecn_out = (bit<8>)hdr.ipv4.ecn;
-        }
+        codepoint_out();
     }
 }
 

@@ -1,0 +1,61 @@
+"""python -m experiments: resuming an interrupted run folder keeps what finished and only that."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from experiments.__main__ import ResumeError, finished, resumable
+from experiments.catalog import EXPERIMENTS, PlanOptions
+from experiments.runner import jsonable
+
+SPECS = EXPERIMENTS["e5"].plan(PlanOptions())
+
+
+def ran(folder, spec, metrics=True, config=None):
+    (folder / spec.label).mkdir(parents=True)
+    (folder / spec.label / "config.json").write_text(json.dumps(config or jsonable(spec)))
+    if metrics:
+        (folder / spec.label / "metrics.json").write_text("{}")
+
+
+def test_a_run_counts_as_finished_only_with_its_metrics_and_the_same_spec(tmp_path):
+    done, interrupted, other = SPECS[:3]
+    ran(tmp_path, done)
+    ran(tmp_path, interrupted, metrics=False)
+    ran(tmp_path, other, config={**jsonable(other), "duration": 1.0})
+    assert [finished(tmp_path, s) for s in SPECS[:4]] == [True, False, False, False]
+
+
+@pytest.fixture
+def folder(tmp_path, artifacts):
+    shutil.copytree(artifacts.bmv2_json.parent, tmp_path / "build")
+    ran(tmp_path, SPECS[0])
+    return tmp_path
+
+
+@pytest.mark.p4
+def test_resume_takes_the_folder_s_own_build_when_the_program_is_unchanged(folder):
+    assert resumable(folder, "e5", SPECS).bmv2_json == folder / "build" / "p4aqm.json"
+
+
+@pytest.mark.p4
+def test_resume_refuses_another_program(folder):
+    compiled = json.loads((folder / "build" / "p4aqm.json").read_text())
+    compiled["pipelines"][1]["tables"].pop()
+    (folder / "build" / "p4aqm.json").write_text(json.dumps(compiled))
+    with pytest.raises(ResumeError, match="program changed"):
+        resumable(folder, "e5", SPECS)
+
+
+@pytest.mark.p4
+def test_resume_refuses_another_experiment_s_folder(folder):
+    with pytest.raises(ResumeError, match="another experiment"):
+        resumable(folder, "e6", EXPERIMENTS["e6"].plan(PlanOptions()))
+
+
+def test_resume_refuses_a_folder_without_a_build(tmp_path):
+    with pytest.raises(ResumeError, match="no build"):
+        resumable(tmp_path, "e5", SPECS)
