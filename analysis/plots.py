@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
@@ -14,6 +15,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from analysis.results import read_csv  # noqa: E402
+
+
+def wrapped(title: str, width: int = 60) -> str:
+    """A long title on two lines rather than cut at the figure's edge."""
+    return textwrap.fill(title, width)
 
 
 def queue_over_time(runs: Sequence[tuple[str, Path]], out: Path, title: str = "") -> Path:
@@ -78,7 +84,7 @@ def lines(x_label: str, curves: dict[str, tuple[Sequence[float], Sequence[float]
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(wrapped(title), fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -96,7 +102,7 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float]], y_la
     ax.set_ylabel(y_label)
     ax.legend(fontsize=8)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(wrapped(title), fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

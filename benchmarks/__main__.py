@@ -26,6 +26,9 @@ from control_plane.build import compile_program
 from experiments.runner import tool_versions
 
 console = Console(width=None if sys.stdout.isatty() else 150)
+# Capacity against the one-table program that every AQM should reach: above the 0.78-0.81
+# an independent measurement gave the public P4 AQMs (P4-CoDel, PI2 for P4).
+GOAL = 0.85
 # Parameters that leave the AQM fully on but never let it drop: the cost is the decision.
 BIG = dict(limit=100_000)
 ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG),
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         # Capacity ratio: the trivial program's CPU per packet over this one's.
         r["ratio_to_trivial"] = base["cpu_us_per_packet"] / r["cpu_us_per_packet"]
         r["loss_free_ratio_to_trivial"] = r["pps"] / base["pps"] if base["pps"] else None
-        r["goal_80_percent"] = r["ratio_to_trivial"] >= 0.8
+        r["goal_met"] = r["ratio_to_trivial"] >= GOAL
     doc["dataplane"] = results
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
         counted = {}
@@ -137,13 +140,13 @@ def print_tables(doc: dict) -> None:
     table = Table(title=f"Data plane (BMv2 logging macros "
                         f"{'on' if doc['bmv2']['logging_macros'] else 'off'}, log level off; "
                         f"source ceiling {doc['source_ceiling_pps']:.0f} pps)")
-    for column in ("case", "CPU us/packet", "capacity vs trivial", ">= 80 %",
+    for column in ("case", "CPU us/packet", "capacity vs trivial", f">= {GOAL}",
                    "loss-free packets/s", "vs trivial"):
         table.add_column(column, justify="right")
     for r in doc["dataplane"]:
         lf = r.get("loss_free_ratio_to_trivial")
         table.add_row(r["case"], f"{r['cpu_us_per_packet']:.1f}", f"{r['ratio_to_trivial']:.2f}",
-                      "yes" if r["goal_80_percent"] else "NO", str(r["pps"]),
+                      "yes" if r["goal_met"] else "NO", str(r["pps"]),
                       f"{lf:.2f}" if lf else "-")
     console.print(table)
     if "instructions" in doc:

@@ -36,23 +36,17 @@ control EgressPipe(inout headers_t hdr,
     TelemetryExport() telemetry_export;
     TelemetryFormat() telemetry_format;
     Ipv4Checksum() ipv4_checksum;
-    bit<1> fresh;
-    bit<1> fire;
-    bit<2> ecn;
-
-    // In an action, whose `if` p4c predicates: one table, no condition (see defines.p4).
-    action codepoint_in() {
-        ecn = ECN_NOT_ECT;
-        if (hdr.ipv4.isValid()) {
-            ecn = hdr.ipv4.ecn;
-        }
-    }
 
     apply {
         if (std_meta.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
             telemetry_format.apply(hdr, meta.rec);
         } else {
-            codepoint_in();
+            bit<1> fresh;
+            bit<1> fire;
+            bit<2> ecn = ECN_NOT_ECT;
+            if (hdr.ipv4.isValid()) {
+                ecn = hdr.ipv4.ecn;
+            }
             aqm.apply(hdr, ecn, std_meta, meta, fresh, fire);
             verdict.apply(meta.port_index, meta.group_index, meta.aqm.common, fire == 1, ecn, hdr,
                           std_meta, meta.rec);

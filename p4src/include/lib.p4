@@ -35,9 +35,7 @@ control IntervalClock(in bit<32> index,
     register<bit<48>>(PORT_SLOTS) next_reg;
     clock_h c;
 
-    // One action: p4c predicates its `if`s, so a packet applies one table, not one per
-    // stretch of straight-line code (see defines.p4).
-    action tick() {
+    apply {
         c.setValid();
         next_reg.read(c.next, index);
         if (fresh == 1) {
@@ -60,10 +58,6 @@ control IntervalClock(in bit<32> index,
             }
         }
         next_reg.write(index, c.next);
-    }
-
-    apply {
-        tick();
     }
 }
 

@@ -94,9 +94,7 @@ control AecnGroup(in bit<32> index,
         size = AECN_GROUP_ENTRIES;
     }
 
-    // The steps are actions, whose `if`s p4c predicates (see defines.p4).
-    // The group from the measured RTT (state1 = 1), if there is one and the port uses it.
-    action by_rtt() {
+    apply {
         rec.rtt = rtt;
         rec.ingress_ts = (bit<32>)std_meta.ingress_global_timestamp;
         rec.group = GROUP_AVERAGE;
@@ -107,26 +105,22 @@ control AecnGroup(in bit<32> index,
             } else if (rtt >= p.fragile_from) {
                 rec.group = GROUP_FRAGILE;
             }
+        } else if (p.rtt_source != RTT_MEASURED && hdr.ipv4.isValid()) {
+            flow.setValid();
+            flow.src_addr = hdr.ipv4.src_addr;
+            flow.dst_addr = hdr.ipv4.dst_addr;
+            flow.protocol = hdr.ipv4.protocol;
+            flow.src_port = 0;
+            flow.dst_port = 0;
+            if (hdr.tcp.isValid()) {
+                flow.src_port = hdr.tcp.src_port;
+                flow.dst_port = hdr.tcp.dst_port;
+            } else if (hdr.udp.isValid()) {
+                flow.src_port = hdr.udp.src_port;
+                flow.dst_port = hdr.udp.dst_port;
+            }
+            aecn_groups.apply();
         }
-    }
-
-    action flow_key() {
-        flow.setValid();
-        flow.src_addr = hdr.ipv4.src_addr;
-        flow.dst_addr = hdr.ipv4.dst_addr;
-        flow.protocol = hdr.ipv4.protocol;
-        flow.src_port = 0;
-        flow.dst_port = 0;
-        if (hdr.tcp.isValid()) {
-            flow.src_port = hdr.tcp.src_port;
-            flow.dst_port = hdr.tcp.dst_port;
-        } else if (hdr.udp.isValid()) {
-            flow.src_port = hdr.udp.src_port;
-            flow.dst_port = hdr.udp.dst_port;
-        }
-    }
-
-    action group_ramp() {
         if (rec.group == GROUP_ROBUST) {
             ramp.t0 = p.robust_minth;
             ramp.slope_a = p.slope_robust;
@@ -134,15 +128,6 @@ control AecnGroup(in bit<32> index,
             ramp.slope_a = p.slope_fragile;
         }
         group_index = group_index + (bit<32>)rec.group;
-    }
-
-    apply {
-        by_rtt();
-        if (rec.state1 == 0 && p.rtt_source != RTT_MEASURED && hdr.ipv4.isValid()) {
-            flow_key();
-            aecn_groups.apply();
-        }
-        group_ramp();
     }
 }
 
@@ -163,9 +148,7 @@ control AecnDebt(in bit<32> index,
     register<bit<32>>(PORT_SLOTS) debt_reg;
     aecn_vars_h v;
 
-    // One action: p4c predicates its `if`s, so a packet applies one table, not one per
-    // stretch of straight-line code (see defines.p4).
-    action step() {
+    apply {
         v.setValid();
         debt_reg.read(v.debts, index);
         if (fresh == 1 || rec.avg < p.debt_floor) {
@@ -187,10 +170,6 @@ control AecnDebt(in bit<32> index,
         v.debts = (v.debts & ~(32w0xff << v.shift)) | (v.owed << v.shift);
         debt_reg.write(index, v.debts);
         rec.state0 = v.debts;
-    }
-
-    apply {
-        step();
     }
 }
 

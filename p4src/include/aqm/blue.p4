@@ -58,9 +58,7 @@ control Blue(in bit<32> index,
     register<bit<32>>(PORT_SLOTS) last_seq_reg;
     blue_vars_h v;
 
-    // One action: p4c predicates its `if`s, so a packet applies one table, not one per
-    // stretch of straight-line code (see defines.p4).
-    action step() {
+    apply {
         v.setValid();
         prob_reg.read(rec.prob, index);
         last_change_reg.read(v.last_change, index);
@@ -114,10 +112,6 @@ control Blue(in bit<32> index,
         if (rec.rnd < rec.prob) {
             fire = 1;
         }
-    }
-
-    apply {
-        step();
     }
 }
 

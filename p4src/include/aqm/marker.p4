@@ -44,8 +44,9 @@ control Marker(in bit<32> index,
     register<bit<32>>(PORT_SLOTS * 4) count_reg;
     marker_h v;
 
-    // The steps are actions (p4c predicates the `if`s inside them): below the ramp, where
-    // most packets are, a packet applies two tables, load and below.
+    // Straight-line steps as actions, without `if`s (p4c would predicate those into
+    // conditional expressions, dearer in BMv2 without logging than the tables and
+    // conditions they replace): below the ramp a packet applies two tables, load and below.
     action load() {
         v.setValid();
         count_reg.read(rec.count, index);
@@ -68,34 +69,8 @@ control Marker(in bit<32> index,
         count_reg.write(index, 0);
     }
 
-    action ramp() {
-        if (rec.avg < r.t1) {
-            rec.region = REGION_A;
-            v.pb = ((bit<64>)r.slope_a * (bit<64>)(rec.avg - r.t0)) >> 16;
-        } else if (rec.avg < r.t2) {
-            rec.region = REGION_B;
-            v.pb = (bit<64>)r.base_b + (((bit<64>)r.slope_b * (bit<64>)(rec.avg - r.t1)) >> 16);
-        } else {
-            rec.region = REGION_FORCED;
-            v.pb = (bit<64>)FRAC32_ONE;
-        }
-        if (v.pb > (bit<64>)FRAC32_ONE) {
-            v.pb = (bit<64>)FRAC32_ONE;
-        }
+    action store() {
         rec.prob = (frac32_t)v.pb;
-        fire = 0;
-        v.next = 0;
-        v.spent = (bit<64>)rec.count * v.pb;
-        if (rec.region != REGION_FORCED) {
-            if (v.spent >= 64w0x100000000
-                    || (bit<64>)rec.rnd * (64w0x100000000 - v.spent) < (v.pb << 32)) {
-                fire = 1;
-            } else if (rec.count == 0xffffffff) {
-                v.next = rec.count;
-            } else {
-                v.next = rec.count + 1;
-            }
-        }
         count_reg.write(index, v.next);
     }
 
@@ -107,7 +82,34 @@ control Marker(in bit<32> index,
         if (rec.avg < r.t0) {
             below();
         } else {
-            ramp();
+            if (rec.avg < r.t1) {
+                rec.region = REGION_A;
+                v.pb = ((bit<64>)r.slope_a * (bit<64>)(rec.avg - r.t0)) >> 16;
+            } else if (rec.avg < r.t2) {
+                rec.region = REGION_B;
+                v.pb = (bit<64>)r.base_b
+                       + (((bit<64>)r.slope_b * (bit<64>)(rec.avg - r.t1)) >> 16);
+            } else {
+                rec.region = REGION_FORCED;
+                v.pb = (bit<64>)FRAC32_ONE;
+            }
+            if (v.pb > (bit<64>)FRAC32_ONE) {
+                v.pb = (bit<64>)FRAC32_ONE;
+            }
+            fire = 0;
+            v.next = 0;
+            if (rec.region != REGION_FORCED) {
+                v.spent = (bit<64>)rec.count * v.pb;
+                if (v.spent >= 64w0x100000000
+                        || (bit<64>)rec.rnd * (64w0x100000000 - v.spent) < (v.pb << 32)) {
+                    fire = 1;
+                } else if (rec.count == 0xffffffff) {
+                    v.next = rec.count;
+                } else {
+                    v.next = rec.count + 1;
+                }
+            }
+            store();
         }
     }
 }

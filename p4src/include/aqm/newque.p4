@@ -99,10 +99,10 @@ control Newque(in bit<32> index,
         v.gain = 0;
     }
 
-    // The steps are actions: p4c predicates the `if`s inside them, where in the apply
-    // block each stretch of straight-line code would be a table (see defines.p4), and
-    // does not propagate their values into the register calls as temporaries.
-    // load: the state, T and l, and the gain table's bucket for T.
+    // Straight-line code in an action: p4c does not propagate its values as expressions
+    // into the register calls (each would become a temporary). The rest is in the apply
+    // block: p4c would predicate `if`s inside an action into conditional expressions,
+    // dearer than the tables and conditions they replace in BMv2 without logging.
     action load() {
         v.setValid();
         prob_reg.read(rec.prob, index);
@@ -111,6 +111,20 @@ control Newque(in bit<32> index,
         last_change_reg.read(v.last_change, index);
         last_seq_reg.read(v.last_seq, index);
         v.arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
+    }
+
+    table newque_rate {
+        key = {
+            index: exact @name("port");
+            v.bucket: exact @name("bucket");
+        }
+        actions = { gain; @defaultonly beyond; }
+        const default_action = beyond();
+        size = LOOKUP_ENTRIES;
+    }
+
+    apply {
+        load();
         if (fresh == 1) {
             rec.prob = 0;
             rec.state0 = 0;
@@ -131,20 +145,7 @@ control Newque(in bit<32> index,
             v.b = (bit<48>)BUCKET_MAX;
         }
         v.bucket = (bit<16>)v.b;
-    }
-
-    table newque_rate {
-        key = {
-            index: exact @name("port");
-            v.bucket: exact @name("bucket");
-        }
-        actions = { gain; @defaultonly beyond; }
-        const default_action = beyond();
-        size = LOOKUP_ENTRIES;
-    }
-
-    // The rate, P's change and the decision.
-    action update() {
+        newque_rate.apply();
         if (v.hit == 1) {
             v.spent = ((bit<96>)v.gap * (bit<96>)v.gain * RATE_USEC_TO_FRAC32) >> 32;
             v.keep = 0;
@@ -207,12 +208,6 @@ control Newque(in bit<32> index,
                 fire = 1;
             }
         }
-    }
-
-    apply {
-        load();
-        newque_rate.apply();
-        update();
     }
 }
 

@@ -67,9 +67,12 @@ control Pi(in bit<32> index,
     register<bit<32>>(PORT_SLOTS) q_old_reg;
     pi_vars_h v;
 
-    // The steps are actions: p4c predicates the `if`s inside them, where in the apply
-    // block each stretch of straight-line code would be a table (see defines.p4).
-    action load() {
+    // An action: p4c does not propagate the cast into the register call (a temporary).
+    action sample_queue() {
+        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
+    }
+
+    apply {
         v.setValid();
         prob_reg.read(v.prob, index);
         q_old_reg.read(rec.state0, index);
@@ -77,44 +80,40 @@ control Pi(in bit<32> index,
             v.prob = 0;
             rec.state0 = 0;
         }
-    }
-
-    action update() {
-        if (v.missed != 0) {
-            v.idle = (bit<96>)p.b * (bit<96>)rec.state0
-                     + (bit<96>)p.idle_step * (bit<96>)v.missed;
-            if (v.idle >= (bit<96>)v.prob) {
+        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.interval,
+                    p.inv_interval, v.due, v.missed);
+        if (v.due == 1) {
+            if (v.missed != 0) {
+                v.idle = (bit<96>)p.b * (bit<96>)rec.state0
+                         + (bit<96>)p.idle_step * (bit<96>)v.missed;
+                if (v.idle >= (bit<96>)v.prob) {
+                    v.prob = 0;
+                } else {
+                    v.prob = v.prob - (p48_t)v.idle;
+                }
+                rec.state0 = 0;
+            }
+            sample_queue();
+            v.down = p.a_qref + p.b * (p48_t)rec.state0;
+            v.prob = v.prob + p.a * (p48_t)rec.deq_qdepth + p.b_qref;
+            if (v.down >= v.prob) {
                 v.prob = 0;
             } else {
-                v.prob = v.prob - (p48_t)v.idle;
+                v.prob = v.prob - v.down;
             }
-            rec.state0 = 0;
+            if (v.prob > P48_ONE) {
+                v.prob = P48_ONE;
+            }
+            rec.state0 = rec.deq_qdepth;
+            prob_reg.write(index, v.prob);
+            q_old_reg.write(index, rec.state0);
+            rec.event = EVENT_UPDATE;
+            rec.state1 = v.missed + 1;
+        } else if (fresh == 1) {
+            prob_reg.write(index, v.prob);
+            q_old_reg.write(index, rec.state0);
         }
-        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
-        v.down = p.a_qref + p.b * (p48_t)rec.state0;
-        v.prob = v.prob + p.a * (p48_t)rec.deq_qdepth + p.b_qref;
-        if (v.down >= v.prob) {
-            v.prob = 0;
-        } else {
-            v.prob = v.prob - v.down;
-        }
-        if (v.prob > P48_ONE) {
-            v.prob = P48_ONE;
-        }
-        rec.state0 = rec.deq_qdepth;
-        prob_reg.write(index, v.prob);
-        q_old_reg.write(index, rec.state0);
-        rec.event = EVENT_UPDATE;
-        rec.state1 = v.missed + 1;
-    }
 
-    // A new epoch's state, when its first packet does not update.
-    action save() {
-        prob_reg.write(index, v.prob);
-        q_old_reg.write(index, rec.state0);
-    }
-
-    action finish() {
         v.p32 = v.prob >> 16;
         if (v.p32 > (bit<64>)FRAC32_ONE) {
             v.p32 = (bit<64>)FRAC32_ONE;
@@ -128,18 +127,6 @@ control Pi(in bit<32> index,
         if (rec.rnd < rec.prob) {
             fire = 1;
         }
-    }
-
-    apply {
-        load();
-        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.interval,
-                    p.inv_interval, v.due, v.missed);
-        if (v.due == 1) {
-            update();
-        } else if (fresh == 1) {
-            save();
-        }
-        finish();
     }
 }
 

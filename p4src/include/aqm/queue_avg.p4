@@ -55,10 +55,7 @@ control QueueAverage(in bit<32> index,
         size = LOOKUP_ENTRIES;
     }
 
-    // The steps are actions: p4c turns an `if` inside an action into conditional
-    // expressions (predication), where the same code in the apply block would be a table
-    // per straight-line stretch and a condition per `if`, every packet.
-    action load() {
+    apply {
         v.setValid();
         avg_reg.read(v.avg, index);
         last_departure_reg.read(v.last_departure, index);
@@ -66,49 +63,33 @@ control QueueAverage(in bit<32> index,
             v.avg = 0;
             v.last_departure = 0;
         }
-    }
-
-    action idle_bucket() {
-        // The previous departure can be stamped a little after this arrival.
-        v.idle = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta
-                 - v.last_departure;
-        if (v.idle > 0x7fffffffffff) {
-            v.idle = 0;
-        }
-        v.b = v.idle >> idle_shift;
-        if (v.b > (bit<48>)BUCKET_MAX) {
-            v.b = (bit<48>)BUCKET_MAX;
-        }
-        v.bucket = (bit<16>)v.b;
-    }
-
-    action busy() {
-        v.q = (qavg_t)std_meta.enq_qdepth << 32;
-        if (std_meta.enq_qdepth > QDEPTH_MAX) {
-            v.q = 64w0xffff00000000;   // QDEPTH_MAX packets
-        }
-        if (v.q >= v.avg) {
-            v.avg = v.avg + (qavg_t)(((bit<96>)(v.q - v.avg) * (bit<96>)wq) >> 32);
+        if (std_meta.enq_qdepth == 0) {
+            // The previous departure can be stamped a little after this arrival.
+            v.idle = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta
+                     - v.last_departure;
+            if (v.idle > 0x7fffffffffff) {
+                v.idle = 0;
+            }
+            v.b = v.idle >> idle_shift;
+            if (v.b > (bit<48>)BUCKET_MAX) {
+                v.b = (bit<48>)BUCKET_MAX;
+            }
+            v.bucket = (bit<16>)v.b;
+            idle_decay.apply();
         } else {
-            v.avg = v.avg - (qavg_t)(((bit<96>)(v.avg - v.q) * (bit<96>)wq) >> 32);
+            v.q = (qavg_t)std_meta.enq_qdepth << 32;
+            if (std_meta.enq_qdepth > QDEPTH_MAX) {
+                v.q = 64w0xffff00000000;   // QDEPTH_MAX packets
+            }
+            if (v.q >= v.avg) {
+                v.avg = v.avg + (qavg_t)(((bit<96>)(v.q - v.avg) * (bit<96>)wq) >> 32);
+            } else {
+                v.avg = v.avg - (qavg_t)(((bit<96>)(v.avg - v.q) * (bit<96>)wq) >> 32);
+            }
         }
-    }
-
-    action store() {
         avg_reg.write(index, v.avg);
         last_departure_reg.write(index, std_meta.egress_global_timestamp);
         avg_qpkt = (qpkt_t)(v.avg >> 16);
-    }
-
-    apply {
-        load();
-        if (std_meta.enq_qdepth == 0) {
-            idle_bucket();
-            idle_decay.apply();
-        } else {
-            busy();
-        }
-        store();
     }
 }
 

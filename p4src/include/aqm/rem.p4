@@ -97,9 +97,7 @@ control Rem(in bit<32> index,
         size = LOOKUP_ENTRIES;
     }
 
-    // The steps are actions: p4c predicates the `if`s inside them, where in the apply
-    // block each stretch of straight-line code would be a table (see defines.p4).
-    action load() {
+    apply {
         v.setValid();
         price_reg.read(v.price, index);
         mark_reg.read(rec.prob, index);
@@ -110,57 +108,50 @@ control Rem(in bit<32> index,
             v.seq = arr_seq - 1;
         }
         rec.arr_seq = arr_seq;
-    }
+        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.interval,
+                    p.inv_interval, v.due, v.missed);
+        if (v.due == 1) {
+            v.idle = (bit<96>)p.down * (bit<96>)v.missed;
+            if (v.idle >= (bit<96>)v.price) {
+                v.price = 0;
+            } else {
+                v.price = v.price - (price_t)v.idle;
+            }
+            rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
+            rec.state1 = arr_seq - v.seq;
+            if (rec.state1 > REM_X_MAX) {
+                rec.state1 = REM_X_MAX;
+            }
+            v.price = v.price + p.gamma_alpha * (bit<64>)rec.deq_qdepth
+                      + p.gamma * (bit<64>)rec.state1;
+            if (p.down >= v.price) {
+                v.price = 0;
+            } else {
+                v.price = v.price - p.down;
+            }
+            if (v.price > REM_PRICE_MAX) {
+                v.price = REM_PRICE_MAX;
+            }
+            v.key = v.price >> p.in_shift;
+            if (v.key > 0xffffffff) {
+                v.key = 0xffffffff;
+            }
+            v.b = v.key >> p.mark_shift;
+            if (v.b > (bit<64>)BUCKET_MAX) {
+                v.b = (bit<64>)BUCKET_MAX;
+            }
+            v.bucket = (bit<16>)v.b;
+            rem_mark.apply();
+            price_reg.write(index, v.price);
+            mark_reg.write(index, rec.prob);
+            seq_reg.write(index, arr_seq);
+            rec.event = EVENT_UPDATE;
+        } else if (fresh == 1) {
+            price_reg.write(index, v.price);
+            mark_reg.write(index, rec.prob);
+            seq_reg.write(index, v.seq);
+        }
 
-    // The interval's price, and the marking table's bucket for it.
-    action update() {
-        v.idle = (bit<96>)p.down * (bit<96>)v.missed;
-        if (v.idle >= (bit<96>)v.price) {
-            v.price = 0;
-        } else {
-            v.price = v.price - (price_t)v.idle;
-        }
-        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
-        rec.state1 = arr_seq - v.seq;
-        if (rec.state1 > REM_X_MAX) {
-            rec.state1 = REM_X_MAX;
-        }
-        v.price = v.price + p.gamma_alpha * (bit<64>)rec.deq_qdepth
-                  + p.gamma * (bit<64>)rec.state1;
-        if (p.down >= v.price) {
-            v.price = 0;
-        } else {
-            v.price = v.price - p.down;
-        }
-        if (v.price > REM_PRICE_MAX) {
-            v.price = REM_PRICE_MAX;
-        }
-        v.key = v.price >> p.in_shift;
-        if (v.key > 0xffffffff) {
-            v.key = 0xffffffff;
-        }
-        v.b = v.key >> p.mark_shift;
-        if (v.b > (bit<64>)BUCKET_MAX) {
-            v.b = (bit<64>)BUCKET_MAX;
-        }
-        v.bucket = (bit<16>)v.b;
-    }
-
-    action save_update() {
-        price_reg.write(index, v.price);
-        mark_reg.write(index, rec.prob);
-        seq_reg.write(index, arr_seq);
-        rec.event = EVENT_UPDATE;
-    }
-
-    // A new epoch's state, when its first packet does not update.
-    action save() {
-        price_reg.write(index, v.price);
-        mark_reg.write(index, rec.prob);
-        seq_reg.write(index, v.seq);
-    }
-
-    action finish() {
         rec.region = REGION_NONE;
         if (rec.prob != 0) {
             rec.region = REGION_A;
@@ -174,20 +165,6 @@ control Rem(in bit<32> index,
             v.key = 0xffffffff;
         }
         rec.state0 = (bit<32>)v.key;
-    }
-
-    apply {
-        load();
-        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.interval,
-                    p.inv_interval, v.due, v.missed);
-        if (v.due == 1) {
-            update();
-            rem_mark.apply();
-            save_update();
-        } else if (fresh == 1) {
-            save();
-        }
-        finish();
     }
 }
 

@@ -14,9 +14,7 @@ control PortEpoch(in bit<32> index,
     register<bit<16>>(PORT_SLOTS) epoch_reg;
     register<bit<32>>(PORT_SLOTS) pkt_seq_reg;
 
-    // One action: p4c turns its `if` into conditional expressions (predication), where
-    // straight-line code around an `if` would be two tables and a condition per packet.
-    action step() {
+    apply {
         epoch_reg.read(rec.epoch, index);
         pkt_seq_reg.read(rec.pkt_seq, index);
         fresh = 0;
@@ -24,14 +22,10 @@ control PortEpoch(in bit<32> index,
             fresh = 1;
             rec.epoch = epoch;
             rec.pkt_seq = 0;
+            epoch_reg.write(index, epoch);
         }
         rec.pkt_seq = rec.pkt_seq + 1;
         pkt_seq_reg.write(index, rec.pkt_seq);
-        epoch_reg.write(index, rec.epoch);
-    }
-
-    apply {
-        step();
     }
 }
 

@@ -10,27 +10,22 @@ control Prng(in bit<32> index, in bit<1> fresh, in aqm_common_h c, inout aqm_rec
 
     register<bit<32>>(PORT_SLOTS) state_reg;
 
-    // One action (its `if`s predicated by p4c): one table per packet, not three.
-    action xorshift() {
-        state_reg.read(rec.rnd, index);
-        if (fresh == 1 || rec.rnd == 0) {
-            rec.rnd = c.seed;
-        }
-        // xorshift32 never leaves 0; a zero seed would stall it.
-        if (rec.rnd == 0) {
-            rec.rnd = 1;
-        }
-        rec.rnd = rec.rnd ^ (rec.rnd << 13);
-        rec.rnd = rec.rnd ^ (rec.rnd >> 17);
-        rec.rnd = rec.rnd ^ (rec.rnd << 5);
-        state_reg.write(index, rec.rnd);
-    }
-
     apply {
         if (c.bmv2_random == 1) {
             random(rec.rnd, 0, FRAC32_ONE);
         } else {
-            xorshift();
+            state_reg.read(rec.rnd, index);
+            if (fresh == 1 || rec.rnd == 0) {
+                rec.rnd = c.seed;
+            }
+            // xorshift32 never leaves 0; a zero seed would stall it.
+            if (rec.rnd == 0) {
+                rec.rnd = 1;
+            }
+            rec.rnd = rec.rnd ^ (rec.rnd << 13);
+            rec.rnd = rec.rnd ^ (rec.rnd >> 17);
+            rec.rnd = rec.rnd ^ (rec.rnd << 5);
+            state_reg.write(index, rec.rnd);
         }
     }
 }

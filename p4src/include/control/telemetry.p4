@@ -25,11 +25,11 @@ control TelemetryExport(in bit<32> index,
     // interval_us = 0 exports every packet (conformance tests); otherwise at most one
     // record per interval, on the first packet after it.
     action export(usec_t interval_us) {
-        v.setValid();
         v.interval = interval_us;
     }
 
     action no_export() {
+        v.interval = 0;
     }
 
     table telemetry_config {
@@ -39,30 +39,27 @@ control TelemetryExport(in bit<32> index,
         size = PORT_SLOTS;
     }
 
-    // The steps are actions: p4c predicates the `if` inside, and does not propagate their
-    // values into the register calls as temporaries (see defines.p4).
+    // Straight-line code in an action: p4c does not propagate its values as expressions
+    // into the register calls (each would become a temporary).
     action load() {
         v.now = std_meta.enq_timestamp + std_meta.deq_timedelta;
         tele_seq_reg.read(v.seq, index);
         last_export_reg.read(v.last, index);
-        if (fresh == 1) {
-            v.seq = 0;
-        }
-    }
-
-    action send() {
-        v.seq = v.seq + 1;
-        rec.tele_seq = v.seq;
-        tele_seq_reg.write(index, v.seq);
-        last_export_reg.write(index, v.now);
-        clone_preserving_field_list(CloneType.E2E, TELEMETRY_SESSION, FL_TELEMETRY);
     }
 
     apply {
+        v.setValid();
         if (telemetry_config.apply().hit) {
             load();
+            if (fresh == 1) {
+                v.seq = 0;
+            }
             if (v.seq == 0 || v.now - v.last >= v.interval) {
-                send();
+                v.seq = v.seq + 1;
+                rec.tele_seq = v.seq;
+                tele_seq_reg.write(index, v.seq);
+                last_export_reg.write(index, v.now);
+                clone_preserving_field_list(CloneType.E2E, TELEMETRY_SESSION, FL_TELEMETRY);
             }
         }
     }

@@ -31,17 +31,13 @@ control Verdict(in bit<32> index,
     counter(PORT_SLOTS * 4, CounterType.packets) group_marks;
     counter(PORT_SLOTS * 4, CounterType.packets) group_drops;
 
-    bool forced;
-    bool ecn_marks;
-
-    // The outcome, in an action whose `if`s p4c predicates (one table, no conditions).
-    action decide() {
+    apply {
         seen.count(index);
         rec.ecn_in = (bit<8>)ecn;
         rec.outcome = OUTCOME_PASS;
-        forced = rec.region == REGION_FORCED;
-        ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
-                    || (c.ecn_mode == ECN_MODE_MARK && !forced);
+        bool forced = rec.region == REGION_FORCED;
+        bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
+                         || (c.ecn_mode == ECN_MODE_MARK && !forced);
         if (c.isValid()) {
             if (fire || forced) {
                 if (ecn_marks && ecn != ECN_NOT_ECT) {
@@ -57,17 +53,6 @@ control Verdict(in bit<32> index,
                 rec.outcome = OUTCOME_OVERFLOW_DROP;
             }
         }
-    }
-
-    action codepoint_out() {
-        rec.ecn_out = rec.ecn_in;
-        if (hdr.ipv4.isValid()) {
-            rec.ecn_out = (bit<8>)hdr.ipv4.ecn;
-        }
-    }
-
-    apply {
-        decide();
 
         if (rec.outcome == OUTCOME_MARK) {
             group_marks.count(group_index);
@@ -100,7 +85,10 @@ control Verdict(in bit<32> index,
             }
         }
 
-        codepoint_out();
+        rec.ecn_out = rec.ecn_in;
+        if (hdr.ipv4.isValid()) {
+            rec.ecn_out = (bit<8>)hdr.ipv4.ecn;
+        }
     }
 }
 
