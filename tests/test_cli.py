@@ -178,7 +178,8 @@ async def switch_aqm_params(testbed, artifacts, port: int) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("algorithm, settings, shown", [
-    pytest.param("newque", ["alpha=0.05", "min_interval=0.05"], {"P", "rate_pps"}, id="newque"),
+    pytest.param("newque", ["alpha=0.05", "min_interval=0.05"], {"P", "rate_pps", "arrived"},
+                 id="newque"),
     pytest.param("blue", ["d1=0.1", "threshold=20"], {"pm"}, id="blue"),
     pytest.param("pi", ["a=0.002", "b=0.0018", "qref=10"], {"p", "q_old"}, id="pi"),
     pytest.param("rem", ["gamma=0.01", "phi=1.2", "target_backlog=5", "interval=0.01"],
