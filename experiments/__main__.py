@@ -85,6 +85,12 @@ def program(bmv2_json: Path) -> dict:
     return compiled
 
 
+def in_plan_order(results: list[tuple[str, Path, dict]], plan: list[RunSpec]) -> None:
+    """Sorts (label, folder, metrics) as the plan runs them; labels not in it go last."""
+    order = {spec.label: k for k, spec in enumerate(plan)}
+    results.sort(key=lambda r: order.get(r[0], len(order)))
+
+
 def resumable(folder: Path, name: str, specs: list[RunSpec]) -> Artifacts:
     """The folder's own build, after checking that the program compiles to it today (so
     the resumed runs run the same switch) and that its runs belong to this plan."""
@@ -112,7 +118,8 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
     if missing:
         console.print(f"[red]{name}: needs the P4 toolchain: {missing}")
         return 2
-    specs = experiment.plan(opts)
+    planned = experiment.plan(opts)
+    specs = planned
     results, seconds = [], []
     if resume:
         folder = resume.resolve()
@@ -149,8 +156,7 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
             progress.update(task, completed=spec.duration, what="done")
             progress.advance(overall)
     total = sum(seconds)
-    order = {spec.label: k for k, spec in enumerate(experiment.plan(opts))}
-    results.sort(key=lambda r: order[r[0]])
+    in_plan_order(results, planned)
     summarise(experiment, folder, results,
               f"Time: {len(seconds)} runs in {total / 60:.1f} min "
               f"({total / max(len(seconds), 1):.0f} s per run, from topology start to "
@@ -196,9 +202,7 @@ def report(folder: Path) -> int:
         return 2
     name = json.loads((runs[0] / "config.json").read_text())["experiment"]
     results = [(run.name, run, run_metrics(run)) for run in runs]
-    plan = EXPERIMENTS[name].plan(PlanOptions(full=True))
-    order = {spec.label: k for k, spec in enumerate(plan)}
-    results.sort(key=lambda r: order.get(r[0], len(order)))
+    in_plan_order(results, EXPERIMENTS[name].plan(PlanOptions(full=True)))
     summarise(EXPERIMENTS[name], folder, results)
     return 0
 
