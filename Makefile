@@ -8,7 +8,7 @@ P4SRC  := $(shell find p4src -name '*.p4')
 # Debian packages the project needs at run time (the P4 toolchain is separate: README).
 APT_PACKAGES := python3 python3-venv python3-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay valgrind
 
-EXPERIMENTS := e1 e2 e3 e4 e5 e6 e7
+EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7
 .PHONY: setup build test run bench clean $(EXPERIMENTS) transport
 
 ## setup: install Debian packages and the Python environment, then build the P4 program
@@ -41,14 +41,15 @@ test:
 run: build
 	$(PY) -m experiments run demo
 
-## e1 ... e7: the seed papers' experiments (SPEC E1-E7), results in results/<name>/
+## smoke: the whole path in about a minute; e1 ... e7: the seed papers' experiments (SPEC E1-E7), results in results/<name>/
 ## transport: the userspace MECN transport's Reno against Linux's (issue 6)
 $(EXPERIMENTS) transport: build
 	$(PY) -m experiments run $@
 
-## bench: data-plane and control-plane benchmarks -> results/bench/*.json (~10 min, root)
+## bench: data-plane and control-plane benchmarks -> results/bench/*.json (~25 min, root);
+## BENCH="--compare REV --instructions-only": this tree's instruction counts against REV's p4src
 bench:
-	$(PY) -m benchmarks
+	$(PY) -m benchmarks $(BENCH)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,7 +1,9 @@
-"""python -m benchmarks [--out results/bench] [--quick]: data-plane and control-plane
-benchmarks, one JSON document and a table. Speed is a ratio against a baseline measured
-in the same run: these machines are noisy. The steady figure is the instructions BMv2
-executes per packet (callgrind), which the machine's load does not change."""
+"""python -m benchmarks [--out results/bench] [--quick] [--instructions-only] [--compare REV]:
+data-plane and control-plane benchmarks, one JSON document and a table. Speed is a ratio
+against a baseline measured in the same run: these machines are noisy. The steady figure
+is the instructions BMv2 executes per packet (callgrind), which the machine's load does not
+change. --compare REV counts them also for p4src/ as it is in git revision REV, driven by
+this tree's control plane, and prints both side by side (before/after a change)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import logging
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +25,7 @@ from benchmarks import control, dataplane, instructions, transport
 from benchmarks.dataplane import Case
 from control_plane import toolchain
 from control_plane.aqm import Aecn, Blue, DropTail, Ecnm, Mecn, Newque, Pi, Red, RedEcn, Rem
-from control_plane.build import compile_program
+from control_plane.build import REPO, Artifacts, compile_program
 from experiments.runner import tool_versions
 
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -74,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
     parser.add_argument("--quick", action="store_true", help="64 B only, no sweeps, 20 s loops")
+    parser.add_argument("--instructions-only", action="store_true",
+                        help="only the instruction counts (no CPU time, control plane, transport)")
+    parser.add_argument("--compare", metavar="REV",
+                        help="also count p4src/ of this git revision, side by side")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("finsy").setLevel(logging.ERROR)
@@ -85,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     work = dataplane.scratch()
     artifacts = {"p4aqm": compile_program(work / "p4aqm"),
                  "trivial": dataplane.compile_trivial(work / "trivial")}
+    base = compile_revision(args.compare, work / "base") if args.compare else None
     bmv2 = str(toolchain.require("simple_switch_grpc"))
     doc = {"machine": machine(), "versions": tool_versions(),
            "bmv2": {"binary": bmv2, "logging_macros": dataplane.bmv2_logging_macros(bmv2),
@@ -92,39 +100,18 @@ def main(argv: list[str] | None = None) -> int:
            "method": {"trial_seconds": dataplane.TRIAL_SECONDS,
                       "loss_free": dataplane.LOSS_FREE, "source": "tcpreplay --pps"}}
 
-    probe = dataplane.make_pcap(work, Case("probe", "trivial"))
-    doc["source_ceiling_pps"] = dataplane.source_ceiling(work, probe)
-    console.print(f"traffic source ceiling: {doc['source_ceiling_pps']:.0f} packets/s")
-
-    results = []
-    for case in cases(args.quick):
-        result = dataplane.measure(case, artifacts, work, doc["source_ceiling_pps"])
-        results.append(result)
-        console.print(f"{case.name:28s} {result['pps']:>8} packets/s")
-    trivial = {r["frame_bytes"]: r for r in results if r["program"] == "trivial"}
-    for r in results:
-        base = trivial[r["frame_bytes"]]
-        # Capacity ratio: the trivial program's CPU per packet over this one's.
-        r["ratio_to_trivial"] = base["cpu_us_per_packet"] / r["cpu_us_per_packet"]
-        r["loss_free_ratio_to_trivial"] = r["pps"] / base["pps"] if base["pps"] else None
-        r["goal_met"] = r["ratio_to_trivial"] >= GOAL
-    doc["dataplane"] = results
+    if not args.instructions_only:
+        doc["dataplane"] = cpu_time(cases(args.quick), artifacts, work)
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
-        counted = {}
-        for case in cases(True):
-            counted[case.name] = instructions.measure(
-                case.name, work / "callgrind", (1, 2), dataplane.frames(case) * instructions.PACKETS,
-                lambda bed, case=case: dataplane.program_switch(bed, case, artifacts))
-            console.print(f"{case.name:28s} {counted[case.name]['instructions_per_packet']:>9.0f}"
-                          " instructions/packet")
-        base = counted["trivial-64B"]["instructions_per_packet"]
-        for r in counted.values():
-            r["ratio_to_trivial"] = base / r["instructions_per_packet"]
-        doc["instructions"] = counted
+        doc["instructions"] = count_instructions(artifacts, work / "callgrind")
+        if base:
+            doc["compare"] = {"revision": args.compare, "instructions": count_instructions(
+                {**artifacts, "p4aqm": base}, work / "callgrind-base")}
     else:
         console.print("[yellow]valgrind not found: no instruction counts (apt-get install valgrind)")
-    doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
-    doc["transport"] = transport.run(work, 5.0 if args.quick else 15.0)
+    if not args.instructions_only:
+        doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
+        doc["transport"] = transport.run(work, 5.0 if args.quick else 15.0)
     doc["elapsed_s"] = time.monotonic() - started
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -136,10 +123,65 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def compile_revision(revision: str, folder: Path) -> Artifacts:
+    """p4src/ as it is in a git revision of this repository, compiled."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", revision, "p4src"],
+                             capture_output=True)
+    if archive.returncode != 0:
+        raise SystemExit(f"--compare {revision}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return compile_program(folder / "build", folder / "p4src" / "main.p4")
+
+
+def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path) -> list[dict]:
+    probe = dataplane.make_pcap(work, Case("probe", "trivial"))
+    ceiling = dataplane.source_ceiling(work, probe)
+    console.print(f"traffic source ceiling: {ceiling:.0f} packets/s")
+    results = []
+    for case in all_cases:
+        result = dataplane.measure(case, artifacts, work, ceiling)
+        result["source_ceiling_pps"] = ceiling
+        results.append(result)
+        console.print(f"{case.name:28s} {result['pps']:>8} packets/s")
+    trivial = {r["frame_bytes"]: r for r in results if r["program"] == "trivial"}
+    for r in results:
+        base = trivial[r["frame_bytes"]]
+        # Capacity ratio: the trivial program's CPU per packet over this one's.
+        r["ratio_to_trivial"] = base["cpu_us_per_packet"] / r["cpu_us_per_packet"]
+        r["loss_free_ratio_to_trivial"] = r["pps"] / base["pps"] if base["pps"] else None
+        r["goal_met"] = r["ratio_to_trivial"] >= GOAL
+    return results
+
+
+def count_instructions(artifacts: dict[str, Artifacts], work: Path) -> dict[str, dict]:
+    counted = {}
+    for case in cases(True):
+        counted[case.name] = instructions.measure(
+            case.name, work, (1, 2), dataplane.frames(case) * instructions.PACKETS,
+            lambda bed, case=case: dataplane.program_switch(bed, case, artifacts))
+        console.print(f"{case.name:28s} {counted[case.name]['instructions_per_packet']:>9.0f}"
+                      " instructions/packet")
+    base = counted["trivial-64B"]["instructions_per_packet"]
+    for r in counted.values():
+        r["ratio_to_trivial"] = base / r["instructions_per_packet"]
+    return counted
+
+
 def print_tables(doc: dict) -> None:
+    if "dataplane" in doc:
+        print_dataplane(doc)
+    if "instructions" in doc:
+        print_instructions(doc)
+    if "control" in doc:
+        print_control(doc)
+
+
+def print_dataplane(doc: dict) -> None:
+    ceiling = doc["dataplane"][0]["source_ceiling_pps"]
     table = Table(title=f"Data plane (BMv2 logging macros "
                         f"{'on' if doc['bmv2']['logging_macros'] else 'off'}, log level off; "
-                        f"source ceiling {doc['source_ceiling_pps']:.0f} pps)")
+                        f"source ceiling {ceiling:.0f} pps)")
     for column in ("case", "CPU us/packet", "capacity vs trivial", f">= {GOAL}",
                    "loss-free packets/s", "vs trivial"):
         table.add_column(column, justify="right")
@@ -149,13 +191,29 @@ def print_tables(doc: dict) -> None:
                       "yes" if r["goal_met"] else "NO", str(r["pps"]),
                       f"{lf:.2f}" if lf else "-")
     console.print(table)
-    if "instructions" in doc:
-        table = Table(title="Instructions per packet (callgrind, 64 B frames): the steady figure")
-        for column in ("case", "instructions/packet", "capacity vs trivial"):
-            table.add_column(column, justify="right")
-        for name, r in doc["instructions"].items():
-            table.add_row(name, f"{r['instructions_per_packet']:.0f}", f"{r['ratio_to_trivial']:.2f}")
-        console.print(table)
+
+
+def print_instructions(doc: dict) -> None:
+    compare = doc.get("compare")
+    table = Table(title="Instructions per packet (callgrind, 64 B frames): the steady figure"
+                        + (f"; this tree against {compare['revision']}" if compare else ""))
+    columns = ["case", "instructions/packet", "capacity vs trivial"]
+    if compare:
+        columns += [f"at {compare['revision']}", "vs trivial", "change"]
+    for column in columns:
+        table.add_column(column, justify="right")
+    for name, r in doc["instructions"].items():
+        row = [name, f"{r['instructions_per_packet']:.0f}", f"{r['ratio_to_trivial']:.2f}"]
+        if compare:
+            b = compare["instructions"][name]
+            change = r["instructions_per_packet"] / b["instructions_per_packet"] - 1
+            row += [f"{b['instructions_per_packet']:.0f}", f"{b['ratio_to_trivial']:.2f}",
+                    f"{100 * change:+.1f} %"]
+        table.add_row(*row)
+    console.print(table)
+
+
+def print_control(doc: dict) -> None:
     c = doc["control"]
     table = Table(title="Control plane")
     table.add_column("what")

@@ -104,7 +104,7 @@ def source_ceiling(workdir: Path, pcap: Path) -> float:
 async def program_switch(bed: Testbed, case: Case, artifacts: dict[str, Artifacts]) -> None:
     address = bed.switch.config.grpc_address
     if case.program == "trivial":
-        options = fy.SwitchOptions(p4info=artifacts["trivial"].p4info_txt,
+        options = fy.SwitchOptions(p4info=artifacts["trivial"].p4info_txt, device_id=0,
                                    p4blob=artifacts["trivial"].bmv2_json, p4force=True)
         async with fy.Switch("trivial", address, options) as sw:
             await sw.write([+fy.P4TableEntry("port_forward", match=fy.Match(ingress_port=1),

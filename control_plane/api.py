@@ -6,6 +6,7 @@ both ends, so there is no hand-written protocol.
     GET  /state                  ports, configuration, counters, latest telemetry
     POST /ports/{port}           {"algorithm": str|null, "values": {name: text}}
     POST /ports/{port}/loop      {"kind": "ared"|"amecn"|null, "interval": s, "alpha_variant": ...}
+    POST /l2                     {"mac": str, "port": int|null}   (null removes)
     GET  /events?since=N         change log
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from control_plane.aqm import ConfigError
+from control_plane.aqm import ConfigError, parse_value, shown_input
 from control_plane.controller import Controller, LoopSpec, SwitchUnavailable
 
 
@@ -41,10 +42,16 @@ def make_app(ctl: Controller) -> web.Application:
     routes = web.RouteTableDef()
 
     def port_of(request: web.Request) -> int:
+        return parse_value("port", "int", request.match_info["port"])
+
+    async def body_of(request: web.Request) -> dict:
         try:
-            return int(request.match_info["port"])
+            body = await request.json()
         except ValueError:
-            raise ConfigError(f"port must be a number, got {request.match_info['port']!r}")
+            raise ConfigError("the request body is not JSON") from None
+        if not isinstance(body, dict):
+            raise ConfigError("the request body must be a JSON object")
+        return body
 
     @routes.get("/state")
     async def state(_request: web.Request) -> web.Response:
@@ -54,26 +61,40 @@ def make_app(ctl: Controller) -> web.Application:
 
     @routes.post("/ports/{port}")
     async def set_port(request: web.Request) -> web.Response:
-        body = await request.json()
-        values = {str(k): str(v) for k, v in (body.get("values") or {}).items()}
+        body = await body_of(request)
+        values = body.get("values") or {}
+        if not isinstance(values, dict):
+            raise ConfigError("values must be an object of name: text")
+        values = {str(k): str(v) for k, v in values.items()}
         config = await ctl.set_port(port_of(request), body.get("algorithm"), values)
         return web.json_response({"algorithm": config.aqm.action, "params": vars(config.aqm)})
 
     @routes.post("/ports/{port}/loop")
     async def set_loop(request: web.Request) -> web.Response:
-        body = await request.json()
+        body = await body_of(request)
         spec = None
         if body.get("kind") is not None:
             if body["kind"] not in ("ared", "amecn"):
-                raise ConfigError(f"loop must be ared, amecn or off, got {body['kind']!r}")
-            spec = LoopSpec(body["kind"], float(body.get("interval", 0.5)),
+                raise ConfigError(f"loop must be ared, amecn or off, got "
+                                  f"{shown_input(str(body['kind']))}")
+            spec = LoopSpec(body["kind"], parse_value("interval", "float",
+                                                      str(body.get("interval", 0.5))),
                             body.get("alpha_variant", "fig3"))
         await ctl.set_loop(port_of(request), spec)
         return web.json_response({"loop": asdict(spec) if spec else None})
 
+    @routes.post("/l2")
+    async def set_l2(request: web.Request) -> web.Response:
+        body = await body_of(request)
+        port = body.get("port")
+        if port is not None:
+            port = parse_value("port", "int", str(port))
+        await ctl.set_l2(body.get("mac"), port)
+        return web.json_response({"l2": ctl.l2})
+
     @routes.get("/events")
     async def events(request: web.Request) -> web.Response:
-        since = int(request.query.get("since", 0))
+        since = parse_value("since", "int", request.query.get("since", "0"))
         return web.json_response([asdict(e) for e in ctl.events if e.seq > since])
 
     @web.middleware

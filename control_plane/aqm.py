@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Union
+from typing import ClassVar, Union
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import auto_thresholds
@@ -23,9 +23,9 @@ from control_plane.algorithms.red import DEFAULT_WQ
 from control_plane.lookup import TABLE_ENTRIES, TableRows
 
 __all__ = ["ALGORITHMS", "Aecn", "Aqm", "Blue", "ConfigError", "DEFAULT_LIMIT", "DEFAULT_WQ",
-           "DropTail", "Ecnm", "Mecn", "Newque", "Pi", "PortConfig", "PortProgram", "Red",
+           "DropTail", "Ecnm", "Mecn", "Newque", "NoAqm", "Pi", "PortConfig", "PortProgram", "Red",
            "RedEcn", "Rem", "TABLE_ENTRIES", "TableAction", "change", "parse_value",
-           "port_seed"]
+           "port_seed", "shown_input"]
 
 AnyAqm = Union[tuple(ALGORITHMS.values())]
 
@@ -41,23 +41,37 @@ def port_seed(run_seed: int, port: int) -> int:
     return (x & 0xFFFF_FFFF) or 1
 
 
+@dataclass(frozen=True, kw_only=True)
+class NoAqm:
+    """No AQM: the port has no aqm_config entry and takes the program's default, which
+    forwards without counting, marking or telemetry (only BMv2's own queue limits it)."""
+
+    action: ClassVar[str] = "none"
+    family: ClassVar[str] = ""
+    generic: ClassVar[tuple[str, ...]] = ()
+
+    def encode(self, link: Link) -> None:
+        return None
+
+
 @dataclass(frozen=True)
 class PortProgram:
-    """Everything written to the switch for one port, as data-plane integers."""
+    """Everything written to the switch for one port, as data-plane integers (encoded is
+    None for a port without AQM)."""
 
     port: int
-    encoded: Encoded
+    encoded: Encoded | None
     seed: int
     bmv2_random: bool
     telemetry_interval_us: int | None
 
     @property
-    def aqm(self) -> TableAction:
-        return self.encoded.action
+    def aqm(self) -> TableAction | None:
+        return self.encoded.action if self.encoded else None
 
     @property
     def tables(self) -> tuple[TableRows, ...]:
-        return self.encoded.tables
+        return self.encoded.tables if self.encoded else ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +95,7 @@ class PortConfig:
     def encode(self) -> PortProgram:
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port < 510:
             raise ConfigError(f"port must be a data port number in [0, 509], got {self.port!r}")
-        if not isinstance(self.aqm, tuple(ALGORITHMS.values())):
+        if not isinstance(self.aqm, (NoAqm, *ALGORITHMS.values())):
             raise ConfigError(f"unknown AQM {self.aqm!r}")
         if not (isinstance(self.link_pps, (int, float)) and not isinstance(self.link_pps, bool)
                 and 0 < self.link_pps < float("inf")):
@@ -108,7 +122,7 @@ _AUTO = {"auto"}
 PORT_FIELDS = ("link_pps", "seed", "bmv2_random", "telemetry_interval")
 
 
-def _shown(text: str) -> str:
+def shown_input(text: str) -> str:
     """The value as an error quotes it: bounded, so a huge input stays one short line."""
     return repr(text if len(text) <= 40 else text[:40] + "...")
 
@@ -118,7 +132,7 @@ def parse_value(name: str, kind: str, text: str) -> object:
     "| None" for optional ones). Only plain ASCII decimal numbers are numbers; NaN and
     infinities are refused."""
     def fail(what: str) -> ConfigError:
-        return ConfigError(f"{name}: cannot read {_shown(text)} as {what}")
+        return ConfigError(f"{name}: cannot read {shown_input(text)} as {what}")
 
     optional = "None" in kind
     words = {"off"} if name == "telemetry_interval" else _AUTO
@@ -160,7 +174,7 @@ def _automatic(cls: type[Aqm], values: dict[str, str], link_pps: float) -> dict[
     try:
         auto = auto_thresholds(delay, rate)
     except ValueError as err:
-        raise ConfigError(f"target_delay {_shown(text)}: {err}") from None
+        raise ConfigError(f"target_delay {shown_input(text)}: {err}") from None
     out = {"minth": repr(auto.minth), "maxth": repr(auto.maxth), "wq": repr(auto.wq)}
     if cls is Mecn:
         out["midth"] = repr(auto.midth)
@@ -177,16 +191,16 @@ def change(config: PortConfig, algorithm: str | None = None,
     values = dict(values or {})
     cls = type(config.aqm)
     if algorithm is not None:
-        if algorithm not in ALGORITHMS:
-            raise ConfigError(f"unknown algorithm {_shown(algorithm)}; known: "
-                              f"{', '.join(ALGORITHMS)}")
-        cls = ALGORITHMS[algorithm]
+        if algorithm not in ALGORITHMS and algorithm != NoAqm.action:
+            raise ConfigError(f"unknown algorithm {shown_input(algorithm)}; known: "
+                              f"{', '.join(ALGORITHMS)}, {NoAqm.action}")
+        cls = ALGORITHMS.get(algorithm, NoAqm)
     aqm_fields = {f.name: f for f in fields(cls)}
     if "target_delay" in values:
         values.update(_automatic(cls, values, config.link_pps))
     unknown = sorted(set(values) - set(aqm_fields) - set(PORT_FIELDS))
     if unknown:
-        raise ConfigError(f"unknown parameter {_shown(unknown[0])} for {cls.action}; known: "
+        raise ConfigError(f"unknown parameter {shown_input(unknown[0])} for {cls.action}; known: "
                           f"{', '.join(sorted(aqm_fields) + sorted(PORT_FIELDS))}")
     old = config.aqm
     same_family = type(old) is cls or (cls.family and cls.family == old.family)

@@ -35,7 +35,7 @@ class Bmv2Config:
     enter_netns: tuple[str, ...]
     workdir: Path
     interfaces: dict[int, str]
-    device_id: int = 1
+    device_id: int = 0
     thrift_port: int = 9090
     cpu_port: int = CPU_PORT
     log_level: str = "warn"
@@ -125,33 +125,15 @@ class Bmv2Switch:
 
     def runtime_cli(self, commands: list[str], timeout: float = 30.0) -> str:
         """Run commands through simple_switch_CLI (Thrift) inside the switch's namespace."""
-        result = subprocess.run(
-            [*self.config.enter_netns, *toolchain.cli_command(),
-             "--thrift-port", str(self.config.thrift_port)],
-            input="\n".join(commands) + "\n", capture_output=True, text=True,
-            timeout=timeout)
-        output = result.stdout + result.stderr
-        failed = [line for line in output.splitlines()
-                  if "Error" in line or "Invalid" in line or "Traceback" in line]
-        if result.returncode != 0 or failed:
-            raise SwitchError(f"simple_switch_CLI {commands} failed: {failed or output[-500:]}")
-        return output
+        return self.queues().runtime_cli(commands, timeout)
+
+    def queues(self) -> "QueueControl":
+        return QueueControl(enter_netns=self.config.enter_netns,
+                            thrift_port=self.config.thrift_port)
 
     def set_queue(self, port: int, *, rate_pps: int | None = None,
                   depth: int | None = None) -> None:
-        """Service rate (whole packets/s: BMv2 takes no fractions) and capacity (packets)
-        of one egress queue."""
-        commands = []
-        if depth is not None:
-            if depth < 1:
-                raise ValueError(f"queue depth must be >= 1 packet, got {depth}")
-            commands.append(f"set_queue_depth {depth} {port}")
-        if rate_pps is not None:
-            if not isinstance(rate_pps, int) or rate_pps < 1:
-                raise ValueError(f"queue rate must be a whole number >= 1 packet/s, got {rate_pps!r}")
-            commands.append(f"set_queue_rate {rate_pps} {port}")
-        if commands:
-            self.runtime_cli(commands)
+        self.queues().set_queue(port, rate_pps=rate_pps, depth=depth)
 
     def _thrift_ready(self) -> bool:
         """Is the Thrift port listening in the switch's namespace? (`ip netns exec` and
@@ -174,3 +156,49 @@ class Bmv2Switch:
             if path.exists():
                 text += path.read_text(errors="replace")[-1500:]
         return text.strip() or "(no output)"
+
+
+@dataclass(frozen=True)
+class QueueControl:
+    """A switch's egress queues, through its Thrift runtime CLI: what P4Runtime cannot set.
+    enter_netns: the prefix that runs a command in the switch's namespace (empty: here)."""
+
+    thrift_ip: str = "127.0.0.1"
+    thrift_port: int = 9090
+    enter_netns: tuple[str, ...] = ()
+
+    def runtime_cli(self, commands: list[str], timeout: float = 30.0) -> str:
+        result = subprocess.run(
+            [*self.enter_netns, *toolchain.cli_command(), "--thrift-ip", self.thrift_ip,
+             "--thrift-port", str(self.thrift_port)],
+            input="\n".join(commands) + "\n", capture_output=True, text=True,
+            timeout=timeout)
+        output = result.stdout + result.stderr
+        failed = [line for line in output.splitlines()
+                  if "Error" in line or "Invalid" in line or "Traceback" in line
+                  or "Could not connect" in line]
+        if result.returncode != 0 or failed:
+            raise SwitchError(f"simple_switch_CLI {commands} failed: {failed or output[-500:]}")
+        return output
+
+    def set_queue(self, port: int, *, rate_pps: int | None = None,
+                  depth: int | None = None) -> None:
+        """Service rate (whole packets/s: BMv2 takes no fractions) and capacity (packets)
+        of one egress queue."""
+        commands = queue_commands(port, rate_pps=rate_pps, depth=depth)
+        if commands:
+            self.runtime_cli(commands)
+
+
+def queue_commands(port: int, *, rate_pps: int | None = None,
+                   depth: int | None = None) -> list[str]:
+    commands = []
+    if depth is not None:
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"queue depth must be a whole number >= 1 packet, got {depth!r}")
+        commands.append(f"set_queue_depth {depth} {port}")
+    if rate_pps is not None:
+        if not isinstance(rate_pps, int) or rate_pps < 1:
+            raise ValueError(f"queue rate must be a whole number >= 1 packet/s, got {rate_pps!r}")
+        commands.append(f"set_queue_rate {rate_pps} {port}")
+    return commands

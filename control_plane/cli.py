@@ -7,13 +7,10 @@ Every error is one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
-import re
 import signal
 import sys
 import time
-import tomllib
 from dataclasses import fields
 from pathlib import Path
 
@@ -23,10 +20,11 @@ from rich.live import Live
 from rich.table import Table
 
 from control_plane import toolchain
-from control_plane.aqm import ALGORITHMS, ConfigError, DropTail, PortConfig, change
+from control_plane.aqm import ALGORITHMS, ConfigError, NoAqm, PortConfig, parse_value
 from control_plane.api import ApiClient, ApiError, default_socket, serve
-from control_plane.build import Artifacts
-from control_plane.controller import Controller, LoopSpec, PortView, Route
+from control_plane.config_file import load_controller
+from control_plane.dataplane import MAX_DATA_PORT
+from control_plane.switch import DeviceIdMismatch
 
 # Piped output (logs, tests) gets wide lines instead of rich's 80-column wrapping.
 console = Console(width=None if sys.stdout.isatty() else 220)
@@ -34,74 +32,86 @@ PARAMETERS = {f.name for cls in ALGORITHMS.values() for f in fields(cls)} | {
     f.name for f in fields(PortConfig)} | {"target_delay"}
 
 
+# An error line quotes input; a line no longer than this stays readable.
+MESSAGE_LIMIT = 300
+
+
 def fail(message: str, code: int = 1) -> None:
-    click.echo(f"aqmctl: error: {message}", err=True)
+    line = " ".join(message.split())
+    if len(line) > MESSAGE_LIMIT:
+        line = line[:MESSAGE_LIMIT] + "..."
+    click.echo(f"aqmctl: error: {line}", err=True)
     sys.exit(code)
 
 
-def load_controller(path: Path) -> Controller:
-    """A controller from a TOML file (see README, 'The controller and aqmctl')."""
-    try:
-        spec = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise ConfigError(f"{path}: {err}") from None
-    build = Path(spec.get("build", "build"))
-    if not build.is_absolute():
-        build = path.parent / build
-    artifacts = Artifacts.in_folder(build)
-    if not artifacts.exist():
-        raise ConfigError(f"pipeline not built: {build} lacks p4aqm.json / p4info (run 'make build')")
-    if "switch" not in spec:
-        raise ConfigError(f"{path}: 'switch' (the P4Runtime address) is missing")
-    ports = {}
-    for entry in spec.get("port", []):
-        entry = dict(entry)
+# A negative port must reach the port's type (a refusal naming the port), not be read as
+# an unknown option.
+LENIENT = {"ignore_unknown_options": True}
+
+
+class PortNumber(click.ParamType):
+    """A data port: plain ASCII digits in [0, MAX_DATA_PORT] (click's int takes '５', '1_0')."""
+
+    name = "port"
+
+    def convert(self, value, param, ctx) -> int:
         try:
-            port = int(entry.pop("port"))
-            link_pps = float(entry.pop("link_pps"))
-        except KeyError as err:
-            raise ConfigError(f"{path}: a [[port]] lacks {err}") from None
-        loop = entry.pop("loop", None)
-        interval = float(entry.pop("loop_interval", 0.5))
-        alpha = entry.pop("alpha_variant", "fig3")
-        algorithm = entry.pop("algorithm", "droptail")
-        config = change(PortConfig(port=port, aqm=DropTail(), link_pps=link_pps), algorithm,
-                        {k: str(v) for k, v in entry.items()})
-        view = PortView(config)
-        if loop:
-            view.loop = LoopSpec(loop, interval, alpha)
-            view.loop.check(config)
-        ports[port] = view
-    if not ports:
-        raise ConfigError(f"{path}: no [[port]] configured")
-    routes = [check_route(path, r, ports) for r in spec.get("route", [])]
-    return Controller(spec["switch"], artifacts, ports, routes, int(spec.get("device_id", 1)))
+            port = parse_value("port", "int", str(value))
+        except ConfigError as err:
+            self.fail(str(err), param, ctx)
+        if not 0 <= port <= MAX_DATA_PORT:
+            self.fail(f"port must be a data port number in [0, {MAX_DATA_PORT}], got {port}",
+                      param, ctx)
+        return port
 
 
-MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+class Number(click.ParamType):
+    """A plain ASCII decimal in [low, high] (click's float takes 'nan', 'inf', '1_0')."""
+
+    name = "number"
+
+    def __init__(self, low: float, high: float, kind: str = "float"):
+        self.low, self.high, self.kind = low, high, kind
+
+    def convert(self, value, param, ctx):
+        name = param.name if param else "value"
+        try:
+            number = parse_value(name, self.kind, str(value))
+        except ConfigError as err:
+            self.fail(str(err), param, ctx)
+        if not self.low <= number <= self.high:
+            self.fail(f"{name} must be in [{self.low:g}, {self.high:g}], got {number:g}",
+                      param, ctx)
+        return number
 
 
-def check_route(path: Path, entry: dict, ports: dict) -> Route:
-    """A [[route]] whose port has a [[port]] entry, with a valid prefix and MACs."""
-    try:
-        route = Route(str(entry["prefix"]), int(entry["port"]), str(entry["src_mac"]),
-                      str(entry["dst_mac"]))
-    except (KeyError, ValueError, TypeError) as err:
-        raise ConfigError(f"{path}: a [[route]] needs prefix, port, src_mac, dst_mac ({err})")
-    try:
-        ipaddress.IPv4Network(route.prefix)
-    except ValueError as err:
-        raise ConfigError(f"{path}: route {route.prefix}: {err}") from None
-    for mac in (route.src_mac, route.dst_mac):
-        if not MAC.match(mac):
-            raise ConfigError(f"{path}: route {route.prefix}: {mac!r} is not a MAC address")
-    if route.port not in ports:
-        raise ConfigError(f"{path}: route {route.prefix} leaves by port {route.port}, which "
-                          f"has no [[port]] entry (add one; algorithm = \"droptail\" is fine)")
-    return route
+class OneLineErrors(click.Group):
+    """click answers a refused command line with its usage block; aqmctl answers with one
+    line on stderr. Only a command typed with no arguments at all shows its usage."""
+
+    def main(self, args=None, **extra):
+        args = list(sys.argv[1:] if args is None else args)
+        try:
+            return super().main(args, standalone_mode=False, **extra)
+        except click.UsageError as err:
+            if self._bare(args):
+                err.show()
+                sys.exit(err.exit_code)
+            fail(err.format_message(), err.exit_code)
+        except click.ClickException as err:
+            fail(err.format_message(), err.exit_code)
+        except click.Abort:
+            fail("interrupted", 130)
+
+    def _bare(self, args: list[str]) -> bool:
+        """Nothing typed but (global options and) a command's name."""
+        rest = list(args)
+        while rest and rest[0].startswith("--socket"):
+            rest = rest[1:] if "=" in rest[0] else rest[2:]
+        return not rest or (len(rest) == 1 and rest[0] in self.commands)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--socket", "socket_path", type=click.Path(path_type=Path), default=None,
               help="Controller socket (default: $P4AQM_SOCKET, $XDG_RUNTIME_DIR/p4aqm.sock, "
                    "/tmp/p4aqm-<uid>.sock).")
@@ -132,7 +142,8 @@ def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
     except (ConfigError, toolchain.ToolMissing) as err:
         fail(str(err))
 
-    async def run() -> None:
+    async def run() -> str | None:
+        """Serve until SIGINT/SIGTERM; the reason to fail, if the session cannot go on."""
         await ctl.start()
         runner = await serve(ctl, ctx.obj.path)
         logging.getLogger("p4aqm.controller").info("serving aqmctl on %s", ctx.obj.path)
@@ -140,42 +151,72 @@ def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait([stopping, ctl.session], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        failure = None
+        if ctl.session.done():
+            err = ctl.session.exception()
+            failure = str(err) if isinstance(err, DeviceIdMismatch) else \
+                f"the switch session ended: {type(err).__name__}: {err}"
         await runner.cleanup()
         await ctl.stop()
+        return failure
 
-    asyncio.run(run())
+    failure = asyncio.run(run())
+    if failure:
+        fail(failure)
 
 
 def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
     table = Table(title=f"{state['address']} — "
                         f"{'connected' if state['connected'] else 'NOT CONNECTED'}")
-    for column in ("port", "algorithm", "parameters", "loop", "seen", "marks (inc/CE)",
-                   "drops (prob/forced/limit)", "avg", "depth", "state"):
+    for column in ("port", "algorithm", "parameters", "loop", "queue", "enqueued", "seen",
+                   "lost in queue", "marks (inc/CE)", "drops (prob/forced/limit)", "avg",
+                   "depth", "state"):
         table.add_column(column, justify="left" if column in ("algorithm", "parameters") else "right")
     for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):
         if only and int(port) not in only:
             continue
         params = " ".join(f"{k}={shown(v)}" for k, v in info["params"].items())
-        c, t, loop = info["counters"], info["telemetry"], info["loop"]
+        c, t, loop, queue = info["counters"], info["telemetry"], info["loop"], info["queue"]
+        counted = c is not None and info["algorithm"] != NoAqm.action
         table.add_row(
             str(port), info["algorithm"], params,
             f"{loop['kind']} {loop['interval']}s" if loop else "-",
-            f"{c['seen_packets']}" if c else "?",
-            f"{c['marks_incipient']}/{c['marks_ce']}" if c else "?",
-            f"{c['prob_drops']}/{c['forced_drops']}/{c['overflow_drops']}" if c else "?",
+            f"{queue['rate_pps']}/s, {queue['depth']}" if queue else "-",
+            "?" if info["enqueued"] is None else str(info["enqueued"]),
+            f"{c['seen_packets']}" if counted else "-",
+            f"{info['enqueued'] - c['seen_packets']}" if counted and info["enqueued"] is not None
+            else "-",
+            f"{c['marks_incipient']}/{c['marks_ce']}" if counted else "-",
+            f"{c['prob_drops']}/{c['forced_drops']}/{c['overflow_drops']}" if counted else "-",
             average(t),
             f"{t['qdepth']}" if t else "-",
             live_state(t))
     return table
 
 
-@main.command()
-@click.argument("ports", type=int, nargs=-1)
+def switch_table(state: dict) -> Table:
+    """What ingress dropped, by reason, and the L2 entries."""
+    table = Table(title="switch")
+    table.add_column("ingress drops by reason", justify="left")
+    table.add_column("packets", justify="right")
+    for reason, count in (state["ingress_drops"] or {}).items():
+        table.add_row(reason, str(count))
+    for mac, port in state["l2"].items():
+        table.add_row(f"l2 {mac}", f"port {port}")
+    return table
+
+
+@main.command(context_settings=LENIENT)
+@click.argument("ports", type=PortNumber(), nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the raw state as JSON.")
 @click.pass_context
 def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
-    """Show ports: algorithm, parameters in force, loop, counters, latest telemetry."""
+    """Show ports (algorithm, parameters in force, loop, queue, counters, latest telemetry),
+    the ingress drops by reason and the L2 entries. 'lost in queue' is enqueued - seen:
+    BMv2's drops at a full queue, plus what is still queued."""
     state = call(ctx, "GET", "/state")
     unknown = [p for p in ports if str(p) not in state["ports"]]
     if unknown:
@@ -185,6 +226,7 @@ def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
         click.echo(__import__("json").dumps(state, indent=2))
     else:
         console.print(ports_table(state, ports))
+        console.print(switch_table(state))
         groups = groups_table(state, ports)
         if groups.row_count:
             console.print(groups)
@@ -229,13 +271,14 @@ def set_help() -> str:
         defaults = cls()
         lines.append(f"  {name}: " + " ".join(f"{f.name}={shown(getattr(defaults, f.name))}"
                                               for f in fields(cls)))
+    lines.append(f"  {NoAqm.action}: (no parameters: forward without AQM)")
     lines += ["", "\b", "Every port: link_pps, seed, bmv2_random, telemetry_interval (seconds, or off);",
               "RED family and MECN: target_delay (seconds). 'auto' derives an optional value."]
     return "\n".join(lines)
 
 
-@main.command("set", help=set_help())
-@click.argument("port", type=int)
+@main.command("set", help=set_help(), context_settings=LENIENT)
+@click.argument("port", type=PortNumber())
 @click.argument("settings", nargs=-1, required=True)
 @click.pass_context
 def set_cmd(ctx: click.Context, port: int, settings: tuple[str, ...]) -> None:
@@ -256,10 +299,10 @@ def set_cmd(ctx: click.Context, port: int, settings: tuple[str, ...]) -> None:
     click.echo(f"port {port}: {result['algorithm']} {params}")
 
 
-@main.command()
-@click.argument("port", type=int)
+@main.command(context_settings=LENIENT)
+@click.argument("port", type=PortNumber())
 @click.argument("kind", type=click.Choice(["ared", "amecn", "off"]))
-@click.option("--interval", type=float, default=0.5, show_default=True,
+@click.option("--interval", type=Number(0.001, 3600), default=0.5, show_default=True,
               help="Seconds between adaptation steps.")
 @click.option("--alpha", "alpha_variant", type=click.Choice(["fig3", "eq4"]), default="fig3",
               show_default=True, help="AMECN's increment: seed 001 Fig. 3, or eq. (4).")
@@ -270,6 +313,19 @@ def loop(ctx: click.Context, port: int, kind: str, interval: float, alpha_varian
             "alpha_variant": alpha_variant}
     call(ctx, "POST", f"/ports/{port}/loop", body)
     click.echo(f"port {port}: loop {kind}" + ("" if kind == "off" else f" every {interval} s"))
+
+
+@main.command(context_settings=LENIENT)
+@click.argument("mac")
+@click.argument("port", type=PortNumber(), required=False)
+@click.option("--remove", is_flag=True, help="Remove the entry for MAC.")
+@click.pass_context
+def l2(ctx: click.Context, mac: str, port: int | None, remove: bool) -> None:
+    """Forward non-IPv4 frames for MAC out of PORT (l2_exact), or --remove the entry."""
+    if remove == (port is not None):
+        fail("give MAC and PORT to add or replace an entry, or MAC --remove")
+    call(ctx, "POST", "/l2", {"mac": mac, "port": port})
+    click.echo(f"l2 {mac.lower()}: " + ("removed" if remove else f"port {port}"))
 
 
 def rates_table(state: dict, previous: dict | None, elapsed: float) -> Table:
@@ -311,7 +367,7 @@ def live_state(telemetry: dict | None) -> str:
 
 
 @main.command()
-@click.option("--period", type=float, default=1.0, show_default=True,
+@click.option("--period", type=Number(0.05, 3600), default=1.0, show_default=True,
               help="Seconds between refreshes.")
 @click.option("--once", is_flag=True, help="One refresh (two samples, one period apart), then exit.")
 @click.pass_context
@@ -334,7 +390,8 @@ def watch(ctx: click.Context, period: float, once: bool) -> None:
 
 
 @main.command()
-@click.option("--since", type=int, default=0, help="Only events after this number.")
+@click.option("--since", type=Number(0, 2**63, "int"), default=0,
+              help="Only events after this number.")
 @click.pass_context
 def events(ctx: click.Context, since: int) -> None:
     """The controller's change log: every write, with its source and reason."""

@@ -10,7 +10,10 @@ adapts from, and it survives a restart.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+import re
+import subprocess
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -20,10 +23,14 @@ import finsy as fy
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import AlphaVariant, amecn_step, ared_step
-from control_plane.aqm import Aecn, ConfigError, Ecnm, Mecn, PortConfig, Red, RedEcn, change
+from control_plane.aqm import (DEFAULT_LIMIT, Aecn, ConfigError, Ecnm, Mecn, PortConfig, Red, RedEcn, change,
+                               shown_input)
+from control_plane.bmv2 import QueueControl, SwitchError, queue_commands
 from control_plane.build import Artifacts
+from control_plane.forwarding import Route
 from control_plane.golden import PortCounters
 from control_plane.switch import AqmSwitch
+from control_plane.toolchain import ToolMissing
 from control_plane.telemetry import TelemetryRecord
 
 LOG = logging.getLogger("p4aqm.controller")
@@ -32,16 +39,43 @@ LoopKind = Literal["ared", "amecn"]
 LOOP_TELEMETRY_INTERVAL = 0.01
 
 
+MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+
+
+def check_mac(mac) -> str:
+    """A MAC address as aa:bb:cc:dd:ee:ff, lower case."""
+    if not isinstance(mac, str) or not MAC.match(mac):
+        raise ConfigError(f"{shown_input(str(mac))} is not a MAC address (aa:bb:cc:dd:ee:ff)")
+    return mac.lower()
+
+
+def check_egress(port, ports, what: str) -> None:
+    if port not in ports:
+        raise ConfigError(f"{what} leaves by port {port}, which has no [[port]] entry (add "
+                          f"one; algorithm = \"none\" forwards without AQM)")
+
+
+def check_route(route: Route, ports) -> Route:
+    """A route with a valid prefix and MACs, leaving by a configured port."""
+    try:
+        ipaddress.IPv4Network(route.prefix)
+    except ValueError as err:
+        raise ConfigError(f"route {shown_input(route.prefix)}: {err}") from None
+    src, dst = check_mac(route.src_mac), check_mac(route.dst_mac)
+    check_egress(route.port, ports, f"route {route.prefix}")
+    return Route(route.prefix, route.port, src, dst)
+
+
+def check_l2(mac, port: int | None, ports) -> str:
+    """An l2_exact entry's MAC, normalised; port None (a removal) is not checked."""
+    mac = check_mac(mac)
+    if port is not None:
+        check_egress(port, ports, f"L2 entry {mac}")
+    return mac
+
+
 class SwitchUnavailable(RuntimeError):
     """The switch is unreachable or its pipeline is not loaded (yet)."""
-
-
-@dataclass(frozen=True)
-class Route:
-    prefix: str
-    port: int
-    src_mac: str
-    dst_mac: str
 
 
 @dataclass(frozen=True)
@@ -54,7 +88,8 @@ class LoopSpec:
         if not (isinstance(self.interval, (int, float)) and 0.001 <= self.interval <= 3600):
             raise ConfigError(f"loop interval must be in [0.001, 3600] s, got {self.interval!r}")
         if self.alpha_variant not in ("fig3", "eq4"):
-            raise ConfigError(f"alpha variant must be fig3 or eq4, got {self.alpha_variant!r}")
+            raise ConfigError(f"alpha variant must be fig3 or eq4, got "
+                              f"{shown_input(str(self.alpha_variant))}")
         wanted = (Red, RedEcn, Ecnm) if self.kind == "ared" else (Mecn,)
         if not isinstance(config.aqm, wanted):
             raise ConfigError(f"{self.kind} adapts {' / '.join(c.action for c in wanted)}, "
@@ -71,8 +106,16 @@ class PortView:
     latest_at: float = 0.0          # time.monotonic() when `latest` arrived
     records: int = 0
     counters: PortCounters | None = None
+    enqueued: int | None = None     # packets the ingress handed to the port's queue
     group_counters: dict[str, list[int]] | None = None   # AECN: marks and drops per group
     loop_ticks: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
+    queue_depth: int | None = None  # BMv2's queue capacity, packets (None: the AQM's limit)
+
+    def queue(self) -> tuple[int, int]:
+        """The port's queue as BMv2 takes it: (rate in whole packets/s, depth in packets).
+        The depth defaults to the algorithm's limit, or BMv2's 64 without one."""
+        depth = self.queue_depth or getattr(self.config.aqm, "limit", DEFAULT_LIMIT)
+        return max(1, round(self.config.link_pps)), depth
 
     def estimated_avg(self, now: float) -> float | None:
         """The average now. While records keep coming it is the last record's. When they
@@ -124,7 +167,11 @@ class Controller:
     artifacts: Artifacts
     ports: dict[int, PortView]
     routes: list[Route] = field(default_factory=list)
-    device_id: int = 1
+    device_id: int = 0
+    # The switch's queues (Thrift): set from each port's link_pps and depth on every
+    # (re)connection and change. None leaves them to the caller (the experiments).
+    queues: QueueControl | None = None
+    l2: dict[str, int] = field(default_factory=dict)    # l2_exact: MAC -> port
 
     def __post_init__(self) -> None:
         self.switch = AqmSwitch(self.address, self.artifacts, self.ports, self.device_id,
@@ -136,9 +183,18 @@ class Controller:
         self._loops: dict[int, asyncio.Task] = {}
         self._tasks: list[asyncio.Task] = []
         self.connections = 0
+        self.ingress_drops: dict[str, int] | None = None
         self.switch.sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
+        for mac, port in list(self.l2.items()):
+            self.l2.pop(mac)
+            self.l2[check_l2(mac, port, self.ports)] = port
 
     # ----- lifecycle ------------------------------------------------------------------
+
+    @property
+    def session(self) -> asyncio.Task:
+        """The switch session's task: it ends only with DeviceIdMismatch (or stop())."""
+        return self._tasks[0]
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self.switch.run(), name="switch"),
@@ -168,15 +224,35 @@ class Controller:
             await switch.install_base()
             for route in self.routes:
                 await switch.add_route(route.prefix, route.port, route.src_mac, route.dst_mac)
+            for mac, port in self.l2.items():
+                await switch.set_l2(mac, port, installed=False)
             for view in self.ports.values():
                 await switch.configure_port(self._with_loop_telemetry(view.config, view.loop),
                                             reset=True)
+            queues = await self._set_queues(self.ports.values())
             self.connections += 1
             what = "connected" if self.connections == 1 else "reconnected"
             self.log(None, "switch", f"{what} to {self.address}: pipeline pushed, "
-                                     f"{len(self.routes)} routes and {len(self.ports)} ports "
-                                     "configured")
+                                     f"{len(self.routes)} routes, {len(self.l2)} L2 entries "
+                                     f"and {len(self.ports)} ports configured{queues}")
             self.ready.set()
+
+    async def _set_queues(self, views) -> str:
+        """Each port's queue rate and depth (Thrift); what was done, for the change log. A
+        switch whose Thrift server cannot be reached still forwards: that is logged, not
+        fatal."""
+        if self.queues is None:
+            return ""
+        views = list(views)
+        commands = [c for v in views for c in queue_commands(
+            v.config.port, rate_pps=v.queue()[0], depth=v.queue()[1])]
+        try:
+            await asyncio.to_thread(self.queues.runtime_cli, commands)
+        except (SwitchError, ToolMissing, OSError, subprocess.TimeoutExpired) as err:
+            self.log(None, "switch", f"queue rate and depth NOT set: {err}")
+            return "; queue rate and depth NOT set"
+        return "; queues " + ", ".join(
+            f"port {v.config.port} {v.queue()[0]}/s depth {v.queue()[1]}" for v in views)
 
     def _on_down(self, *_args) -> None:
         if self.ready.is_set():
@@ -216,10 +292,28 @@ class Controller:
             self.require_switch()
             await self.switch.configure_port(self._with_loop_telemetry(new, view.loop),
                                              reset=algorithm is not None)
+            before = view.queue()
             view.config = new
+            queues = await self._set_queues([view]) if view.queue() != before else ""
         changes = " ".join(f"{k}={v}" for k, v in values.items())
-        self.log(port, source, reason or f"{algorithm or new.aqm.action} {changes}".strip())
+        self.log(port, source,
+                 (reason or f"{algorithm or new.aqm.action} {changes}".strip()) + queues)
         return new
+
+    async def set_l2(self, mac: str, port: int | None) -> None:
+        """Add or replace (port) or remove (None) an l2_exact entry, validated first."""
+        async with self._lock:
+            mac = check_l2(mac, port, self.ports)
+            if port is None and mac not in self.l2:
+                raise ConfigError(f"no L2 entry for {mac}")
+            self.require_switch()
+            await self.switch.set_l2(mac, port, installed=mac in self.l2)
+            if port is None:
+                del self.l2[mac]
+            else:
+                self.l2[mac] = port
+        self.log(port, "cli", f"l2 {mac} " + (f"-> port {port}" if port is not None
+                                                else "removed"))
 
     def require_switch(self) -> None:
         if self.ready.is_set():
@@ -321,8 +415,11 @@ class Controller:
 
     async def refresh_counters(self) -> None:
         self.require_switch()
+        self.ingress_drops = {reason.name.lower(): count for reason, count in
+                              (await self.switch.read_ingress_drops()).items()}
         for port, view in self.ports.items():
             view.counters = await self.switch.read_counters(port)
+            view.enqueued = await self.switch.read_enqueued(port)
             view.group_counters = (await self.switch.read_group_counters(port)
                                    if isinstance(view.config.aqm, Aecn) else None)
 
@@ -341,6 +438,9 @@ class Controller:
                 "bmv2_random": cfg.bmv2_random,
                 "telemetry_interval": cfg.telemetry_interval,
                 "loop": vars(view.loop) if view.loop else None,
+                "queue": None if self.queues is None else dict(zip(("rate_pps", "depth"),
+                                                                   view.queue())),
+                "enqueued": view.enqueued,
                 "counters": vars(view.counters) if view.counters else None,
                 "groups": view.group_counters,
                 "telemetry": None if rec is None else {
@@ -354,4 +454,6 @@ class Controller:
                 },
             }
         return {"address": self.address, "connected": self.ready.is_set(),
-                "connections": self.connections, "ports": ports}
+                "connections": self.connections, "ports": ports,
+                "ingress_drops": self.ingress_drops,
+                "routes": [vars(r) for r in self.routes], "l2": dict(self.l2)}

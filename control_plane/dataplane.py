@@ -58,10 +58,15 @@ class Outcome(IntEnum):
 
 
 class IngressDrop(IntEnum):
+    """Why ingress dropped a packet (defines.p4, DROP_*), the ingress_drops index."""
+
     NO_ROUTE = 0
     NO_L2_ENTRY = 1
     TTL_EXPIRED = 2
     MALFORMED = 3
+    BAD_CHECKSUM = 4
+    LENGTH_BELOW_HEADER = 5
+    TRUNCATED = 6
 
 
 # MECN congestion level of each ECN codepoint (seed 001 Table 1); Not-ECT has none.

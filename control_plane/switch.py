@@ -9,12 +9,15 @@ PortConfig, routes, counters as dataclasses, and telemetry as TelemetryRecord.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import logging
 import random
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Awaitable, Callable, Iterable
 
 import finsy as fy
+from finsy.switch import SwitchFailFastError
 
 from control_plane import dataplane as dp
 from control_plane.aqm import TABLE_ENTRIES, ConfigError, PortConfig, PortProgram
@@ -22,6 +25,21 @@ from control_plane.build import Artifacts
 from control_plane.golden import PortCounters
 from control_plane.rtt_tracker import RttEvent
 from control_plane.telemetry import TelemetryRecord
+
+
+LOG = logging.getLogger("p4aqm.switch")
+RECONNECT_PAUSE = 0.25        # s between connection attempts while the switch is away
+DEVICE_IDS_PROBED = range(16)
+PROBE_TIMEOUT = 5.0           # s for one probe's connection and pipeline push
+
+
+class DeviceIdMismatch(RuntimeError):
+    """The switch takes pipelines under another P4Runtime device id than ours."""
+
+    def __init__(self, address: str, ours: int, theirs: int):
+        super().__init__(f"the switch at {address} has device id {theirs}, not {ours} (its "
+                         f"--device-id): set device_id = {theirs} in the configuration")
+        self.theirs = theirs
 
 
 @dataclass
@@ -37,7 +55,7 @@ class AqmSwitch:
     address: str
     artifacts: Artifacts
     ports: Iterable[int]
-    device_id: int = 1
+    device_id: int = 0
     name: str = "p4aqm"
     on_ready: Callable[["AqmSwitch"], Awaitable[None]] | None = None
     _installed: dict[int, PortProgram] = field(default_factory=dict, init=False)
@@ -45,6 +63,8 @@ class AqmSwitch:
     _tracking: bool = field(default=False, init=False)
     # Ports whose entries on the switch are unknown after a failed or cancelled write.
     _dirty: set[int] = field(default_factory=set, init=False)
+    _channel_up: bool = field(default=False, init=False)  # this session got connected
+    _handled: bool = field(default=False, init=False)     # on_ready ran in this session
 
     def __post_init__(self) -> None:
         self.ports = frozenset(self.ports)
@@ -54,8 +74,16 @@ class AqmSwitch:
             p4force=True,
             device_id=self.device_id,
             ready_handler=self._ready if self.on_ready else None,
+            # A failed pipeline push or restore ends the session (run() starts another)
+            # instead of leaving it up and unconfigured.
+            fail_fast=self.on_ready is not None,
         )
         self.sw = fy.Switch(self.name, self.address, options)
+        self.sw.ee.on(fy.SwitchEvent.CHANNEL_UP, self._on_channel_up)
+        # An event of our own: finsy's event_future() logs an error when the future it
+        # resolves was cancelled (a controller stopping).
+        self._down = asyncio.Event()
+        self.sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_channel_down)
 
     async def __aenter__(self) -> "AqmSwitch":
         await self.sw.__aenter__()
@@ -66,12 +94,54 @@ class AqmSwitch:
         await self.sw.__aexit__(*exc)
 
     async def run(self) -> None:
-        """Keep the session up (reconnecting) until cancelled."""
-        await self.sw.run()
+        """Keep the session up until cancelled, reconnecting every RECONNECT_PAUSE while the
+        switch is away (finsy's own run() waits 10 s after a session shorter than 2 s, and
+        gRPC's back-off grows to 15 s: a switch that flaps would be left unconfigured).
+        Raises DeviceIdMismatch if the switch has another device id."""
+        while True:
+            self._handled = self._channel_up = False
+            self._down.clear()
+            try:
+                async with self.sw:
+                    if self.sw.is_up:
+                        await self._down.wait()
+            except (Exception, SwitchFailFastError) as err:
+                # A session that failed before our handler ran failed in the pipeline push:
+                # BMv2 refuses it from a client with the wrong device id.
+                if self._channel_up and not self._handled:
+                    other = await self._probe_device_id()
+                    if other is not None:
+                        raise DeviceIdMismatch(self.address, self.device_id, other) from None
+                LOG.debug("session with %s ended: %s", self.address, err)
+            await asyncio.sleep(RECONNECT_PAUSE)
+
+    def _on_channel_up(self, *_args) -> None:
+        self._channel_up = True
+
+    def _on_channel_down(self, *_args) -> None:
+        self._down.set()
 
     async def _ready(self, _sw: fy.Switch) -> None:
         assert self.on_ready is not None
+        self._handled = True
         await self.on_ready(self)
+
+    async def _probe_device_id(self) -> int | None:
+        """The device id this switch takes a pipeline from, if another than ours. A probe
+        that succeeds pushes our pipeline, which the session was about to do anyway."""
+        for device in DEVICE_IDS_PROBED:
+            if device == self.device_id:
+                continue
+            options = fy.SwitchOptions(p4info=self.artifacts.p4info_txt,
+                                       p4blob=self.artifacts.bmv2_json, p4force=True,
+                                       device_id=device, fail_fast=True)
+            try:
+                async with asyncio.timeout(PROBE_TIMEOUT):
+                    async with fy.Switch(f"{self.name}-probe", self.address, options):
+                        return device
+            except (Exception, SwitchFailFastError):
+                continue
+        return None
 
     async def install_base(self) -> None:
         """After a pipeline push the tables are empty: forget what was installed, install
@@ -101,6 +171,14 @@ class AqmSwitch:
         self.check_port(config.port)
         program = config.encode()
         old = self._installed.get(config.port)
+        if program.encoded is None:
+            # No AQM: every entry of the port goes and the program's default forwards it.
+            if old is not None or config.port in self._dirty:
+                self._installed.pop(config.port, None)
+                self._dirty.add(config.port)
+                await self._clear_port(config.port)
+            await self._update_tracking()
+            return program
         for rows in program.tables:
             used = len(rows.lookup.rows) + sum(
                 len(t.lookup.rows) for port, p in self._installed.items() if port != config.port
@@ -156,7 +234,7 @@ class AqmSwitch:
                   if any(f.name == "port" for f in t.match_fields)]
         for table in tables:
             async for entry in self.sw.read(fy.P4TableEntry(table)):
-                if int(entry.match_dict(self.sw.p4info)["port"]) == port:
+                if int(entry.match_dict(self.sw.p4info)["port"], 0) == port:
                     doomed.append(-fy.P4TableEntry(entry.table_id, match=entry.match,
                                                    priority=entry.priority))
         if doomed:
@@ -170,11 +248,15 @@ class AqmSwitch:
             dp.IPV4_LPM, match=fy.Match(dst_addr=prefix),
             action=fy.Action("route", port=port, src_mac=src_mac, dst_mac=dst_mac))])
 
-    async def add_l2(self, mac: str, port: int) -> None:
+    async def set_l2(self, mac: str, port: int | None, *, installed: bool = False) -> None:
+        """Insert (or, installed, modify) the l2_exact entry for mac; port None deletes it."""
+        entry = fy.P4TableEntry(dp.L2_EXACT, match=fy.Match(dst_addr=mac))
+        if port is None:
+            await self.sw.write([-entry])
+            return
         self.check_port(port)
-        await self.sw.write([+fy.P4TableEntry(
-            dp.L2_EXACT, match=fy.Match(dst_addr=mac),
-            action=fy.Action("l2_forward", port=port))])
+        entry.action = fy.Action("l2_forward", port=port)
+        await self.sw.write([~entry if installed else +entry])
 
     async def read_counters(self, port: int) -> PortCounters:
         """The egress counters of one port (the golden model's PortCounters)."""
@@ -219,13 +301,6 @@ class AqmSwitch:
                 [fy.P4CounterEntry(dp.INGRESS_DROPS_COUNTER, index=r) for r in dp.IngressDrop]):
             drops[dp.IngressDrop(entry.index)] = entry.packet_count
         return drops
-
-    async def read_aqm_entries(self) -> dict[int, fy.P4TableEntry]:
-        """The aqm_config entries the switch holds, by port."""
-        entries = {}
-        async for entry in self.sw.read(fy.P4TableEntry(dp.AQM_CONFIG)):
-            entries[int(entry.match_dict(self.sw.p4info)["port"])] = entry
-        return entries
 
     async def telemetry(self, queue_size: int = 100_000) -> AsyncIterator[TelemetryRecord]:
         async for packet in self.sw.read_packets(queue_size=queue_size):

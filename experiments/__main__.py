@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from topologies.cleanup import GUARD, SIGNALS, Interrupted
+
+if __name__ == "__main__":
+    # Before the slow imports below: a signal during them waits until main() can answer.
+    GUARD.install(held=True)
+
 import argparse
 import csv
 import json
 import logging
+import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -19,12 +27,13 @@ from rich.table import Table
 
 from analysis.results import run_metrics
 from control_plane import toolchain
-from control_plane.build import Artifacts, compile_program
+from control_plane.build import Artifacts, CompileError
 from experiments.catalog import EXPERIMENTS, PlanOptions
-from experiments.runner import Run, jsonable
+from experiments.runner import Run, jsonable, phase
 from experiments.spec import RunSpec
 
 console = Console(width=None if sys.stdout.isatty() else 160)
+LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 
 def blocks(rows: list[dict]) -> list[list[dict]]:
@@ -55,8 +64,9 @@ def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path
             writer = csv.DictWriter(f, fieldnames=columns, restval="")
             writer.writeheader()
             writer.writerows(rows)
-    lines = [f"# {experiment.title}", "", f"Scaling: {experiment.scaling}", "",
-             "Paper's claims:", *[f"- {c}" for c in experiment.claims], ""]
+    lines = [f"# {experiment.title}", "", f"Scaling: {experiment.scaling}", ""]
+    if experiment.claims:
+        lines += ["Paper's claims:", *[f"- {c}" for c in experiment.claims], ""]
     lines += markdown_table(rows)
     if claims:
         lines += ["", "Claims beside our result:", "", *markdown_table(claims)]
@@ -91,6 +101,36 @@ def in_plan_order(results: list[tuple[str, Path, dict]], plan: list[RunSpec]) ->
     results.sort(key=lambda r: order.get(r[0], len(order)))
 
 
+def compile_in_session(out: Path) -> Artifacts:
+    """control_plane.build in a process group of its own, ended whole if interrupted (p4c's
+    driver runs the preprocessor and the compiler as processes of their own)."""
+    with GUARD.deferred():
+        build = subprocess.Popen([sys.executable, "-m", "control_plane.build", "--out", str(out)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+        try:
+            with GUARD.interruptible():
+                _, err = build.communicate()
+        finally:
+            if build.returncode is None:
+                os.killpg(build.pid, signal.SIGKILL)
+                build.wait()
+                wait_for_group(build.pid)   # the driver's children die after it
+    if build.returncode != 0:
+        raise CompileError(err.strip())
+    return Artifacts.in_folder(out)
+
+
+def wait_for_group(pgid: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+
+
 def resumable(folder: Path, name: str, specs: list[RunSpec]) -> Artifacts:
     """The folder's own build, after checking that the program compiles to it today (so
     the resumed runs run the same switch) and that its runs belong to this plan."""
@@ -104,25 +144,67 @@ def resumable(folder: Path, name: str, specs: list[RunSpec]) -> Artifacts:
                               f"({ran.get('experiment')} {ran.get('label')})")
     artifacts = Artifacts.in_folder(folder / "build")
     with tempfile.TemporaryDirectory() as tmp:
-        today = compile_program(Path(tmp))
+        today = compile_in_session(Path(tmp))
         if program(today.bmv2_json) != program(artifacts.bmv2_json):
             raise ResumeError(f"{folder}: the P4 program changed since these runs; "
                               "start a new run")
     return artifacts
 
 
+def resume_command(name: str, folder: Path, opts: PlanOptions) -> str:
+    """The command that finishes this folder: the same plan (the options that shape it)."""
+    flags = ([f"--loss {opts.loss:g}"] if opts.loss else []) + \
+        (["--kernel-tcp"] if opts.kernel_tcp else []) + (["--full"] if opts.full else [])
+    return " ".join(["python -m experiments run", name, *flags, "--resume", str(folder)])
+
+
+def interrupted_line(stop: Interrupted, name: str, folder: Path, opts: PlanOptions) -> str:
+    planned = EXPERIMENTS[name].plan(opts)
+    done = sum(finished(folder, spec) for spec in planned)
+    line = f"experiments: interrupted during {stop.where}; "
+    if not done:
+        return line + f"no run had finished (folder {folder})"
+    return line + (f"{done} of {len(planned)} runs finished, in {folder} "
+                   f"(resume with: {resume_command(name, folder, opts)})")
+
+
 def run(name: str, out: Path, opts: PlanOptions, log_level: str,
         resume: Path | None = None) -> int:
-    experiment = EXPERIMENTS[name]
     missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
     if missing:
         console.print(f"[red]{name}: needs the P4 toolchain: {missing}")
         return 2
+    if resume:
+        folder = resume.resolve()
+        if not folder.is_dir():
+            console.print(f"[red]cannot resume: {folder}: no such folder")
+            return 2
+    else:
+        folder = out.resolve() / name / time.strftime("%Y%m%d-%H%M%S")
+        folder.mkdir(parents=True)
+    # Phases, what was cleaned up and warnings, for a look after an interruption.
+    log = logging.FileHandler(folder / "run.log")
+    log.setFormatter(logging.Formatter(LOG_FORMAT))
+    logging.getLogger().addHandler(log)
+    try:
+        return run_in(name, folder, opts, log_level, resume is not None)
+    except Interrupted as stop:
+        line = interrupted_line(stop, name, folder, opts)
+        logging.getLogger("p4aqm").info("%s", line)
+        print(line, file=sys.stderr)
+        return stop.status
+    finally:
+        logging.getLogger().removeHandler(log)
+        log.close()
+
+
+def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: bool) -> int:
+    experiment = EXPERIMENTS[name]
     planned = experiment.plan(opts)
     specs = planned
     results, seconds = [], []
+    phase(f"{name} (compiling the program)")
     if resume:
-        folder = resume.resolve()
         try:
             artifacts = resumable(folder, name, specs)
         except ResumeError as e:
@@ -137,9 +219,7 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
                 shutil.rmtree(folder / spec.label)
         console.print(f"resuming {folder}: {len(done)} runs done, {len(specs)} to go")
     else:
-        folder = out.resolve() / name / time.strftime("%Y%m%d-%H%M%S")
-        folder.mkdir(parents=True)
-        artifacts = compile_program(folder / "build")
+        artifacts = compile_in_session(folder / "build")
     console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs -> {folder}")
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),
                   TimeRemainingColumn(), console=console) as progress:
@@ -151,10 +231,12 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
             began = time.monotonic()
             Run(spec, folder / spec.label, artifacts, update, log_level).execute()
             seconds.append(time.monotonic() - began)
+            phase(f"run {spec.label} (computing its metrics)")
             metrics = run_metrics(folder / spec.label)
             results.append((spec.label, folder / spec.label, metrics))
             progress.update(task, completed=spec.duration, what="done")
             progress.advance(overall)
+    phase(f"{name} (writing the summary)")
     total = sum(seconds)
     in_plan_order(results, planned)
     summarise(experiment, folder, results,
@@ -176,7 +258,8 @@ def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]],
         for row in block:
             table.add_row(*[str(v) for v in row.values()])
         console.print(table)
-    console.print("Paper's claims:\n" + "\n".join(f"  - {c}" for c in experiment.claims))
+    if experiment.claims:
+        console.print("Paper's claims:\n" + "\n".join(f"  - {c}" for c in experiment.claims))
     if claims:
         verdict = Table(title="Claims beside our result")
         for column in claims[0]:
@@ -226,26 +309,47 @@ def main(argv: list[str] | None = None) -> int:
                          "runs, redo the others")
     again = sub.add_parser("report", help="recompute metrics, tables and plots of a run folder")
     again.add_argument("folder", type=Path)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("finsy").setLevel(logging.ERROR)
     # Stopping a run, however it is asked for, goes through its clean-up: SIGTERM too, and
     # SIGINT even when a background shell started us with it ignored.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    if args.command == "list":
-        for name, e in EXPERIMENTS.items():
-            console.print(f"{name:9s} {e.title}")
-        return 0
-    if args.command == "report":
-        return report(args.folder)
+    GUARD.install()
     try:
-        return run(args.name, args.out, PlanOptions(args.loss, args.kernel_tcp, args.full),
-                   args.log_level, args.resume)
-    except KeyboardInterrupt:
-        console.print("[red]interrupted: everything the run started has been stopped")
-        return 130
+        with GUARD.interruptible():
+            args = parser.parse_args(argv)
+            configure_logging()
+            if args.command == "list":
+                for name, e in EXPERIMENTS.items():
+                    console.print(f"{name:9s} {e.title}")
+                return 0
+            if args.command == "report":
+                phase(f"report of {args.folder}")
+                return report(args.folder)
+            phase(f"{args.name} (starting)")
+            return run(args.name, args.out, PlanOptions(args.loss, args.kernel_tcp, args.full),
+                       args.log_level, args.resume)
+    except Interrupted as stop:
+        print(f"experiments: interrupted during {stop.where}", file=sys.stderr)
+        return stop.status
+
+
+def configure_logging() -> None:
+    """Warnings on stderr until an interruption, whose one line is then all stderr gets
+    (run.log keeps the rest); our own progress (INFO) in run.log."""
+    def quiet_once_interrupted(record: logging.LogRecord) -> bool:
+        return GUARD.received is None
+    console_log = logging.StreamHandler()
+    console_log.setLevel(logging.WARNING)
+    console_log.addFilter(quiet_once_interrupted)
+    logging.basicConfig(level=logging.WARNING, handlers=[console_log])
+    for handler in logging.getLogger("mininet").handlers:
+        handler.addFilter(quiet_once_interrupted)
+    logging.getLogger("p4aqm").setLevel(logging.INFO)
+    logging.getLogger("finsy").setLevel(logging.ERROR)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # All is stopped: a signal now would only change the exit status (Python's shutdown
+    # puts back the default handlers, but leaves ignored signals ignored).
+    for signum in SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    sys.exit(status)

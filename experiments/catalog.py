@@ -399,6 +399,20 @@ def report_transport(runs, out):
     return rows, figures
 
 
+# ----- smoke: the whole path in about a minute (setup check; the interruption tests) -----
+
+def plan_smoke(opts: PlanOptions) -> list[RunSpec]:
+    topo = DumbbellSpec(senders=(Access(20, 0.005),) * 2, receivers=(Access(20, 0.0),) * 2,
+                        bottleneck=Bottleneck(mbps=5, delay=0.005, buffer=30))
+    red = dict(minth=3, maxth=9, maxp=0.1, wq=0.02, limit=30)
+    # A Linux TCP flow (iperf3) and a userspace one: every kind of process a run starts.
+    flows = (Flow(0, 0), Flow(1, 1, transport="rfc3168"))
+    return [RunSpec("smoke", label, replace(topo, ecn=ecn), aqm, duration=6, flows=flows,
+                    measure_from=1)
+            for label, aqm, ecn in (("droptail", DropTail(limit=30), False),
+                                    ("red_ecn", RedEcn(**red), True))]
+
+
 SENDERS = ("senders: the userspace Reno of transport/ (seed 001 Table 3 for AMECN, RFC 3168 "
            "halving for ARED; `--kernel-tcp`: Linux Reno for both, which ignores ECT(1))")
 
@@ -458,6 +472,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                claims=["the userspace Reno reaches goodput comparable to Linux's Reno "
                        "(ratio near 1), alone and sharing the link",
                        "its cwnd is Reno's sawtooth: halving per mark or loss, +1 per RTT"]),
+    Experiment("smoke", "Smoke: DropTail and RED+ECN for 6 s each on a small dumbbell",
+               "2 flows (Linux Reno and the userspace RFC 3168 Reno), 5 Mb/s bottleneck, RTT "
+               "20 ms, buffer 30; checks the setup end to end in about a minute",
+               plan_smoke, report_basic("smoke", "Smoke: 2 flows through a 5 Mb/s bottleneck")),
     Experiment("e5", "E5 (seed 002): RED vs ECN vs AECN with heterogeneous RTTs", e5.SCALING,
                e5.plan, e5.report, claims=e5.CLAIMS, verdicts=e5.verdicts),
     Experiment("e6", "E6 (seed 003): NEWQUE vs RED vs BLUE vs PI vs REM", e6.SCALING,

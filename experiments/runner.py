@@ -1,5 +1,6 @@
 """Running one experiment: topology up, controller on, delay checked, traffic, raw data
-saved, everything stopped (also on Ctrl-C or error), metrics computed.
+saved, everything stopped (also on error, and on SIGINT or SIGTERM wherever it lands: see
+topologies/cleanup.py), metrics computed.
 
 A run's folder holds:
   config.json      the RunSpec, as run
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 
@@ -40,6 +42,7 @@ from control_plane.build import Artifacts
 from control_plane.controller import Controller, PortView, Route
 from control_plane.toolchain import find
 from experiments.spec import RunSpec
+from topologies.cleanup import GUARD
 from topologies.dumbbell import Dumbbell, DumbbellSpec
 from topologies.nodes import SwitchPlan
 from topologies.parking_lot import ParkingLot
@@ -52,6 +55,12 @@ READY_TIMEOUT = 15.0   # s for a server to say it listens
 TRANSFER_PORT = 8000
 # Queues other than the bottleneck never drop (seed 004: "adequately provisioned").
 WIDE_QUEUE = 10_000
+
+
+def phase(where: str) -> None:
+    """What is going on, for the message of an interruption and the experiment's run.log."""
+    GUARD.where = where
+    LOG.info("%s", where)
 
 
 class DelayNotDelivered(RuntimeError):
@@ -198,55 +207,90 @@ class Run:
         self.log_level = log_level
         self.processes: list[subprocess.Popen] = []
 
+    def _phase(self, what: str) -> None:
+        phase(f"run {self.spec.label} ({what})")
+
     def execute(self) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
+        self._phase("recording its configuration")
         (self.folder / "config.json").write_text(json.dumps(jsonable(self.spec), indent=1))
         (self.folder / "versions.json").write_text(json.dumps(tool_versions(), indent=1))
-        topo = build_topology(self.spec, self.folder, self.log_level)
-        controllers: list[ControllerThread] = []
-        try:
-            self.on_progress(0, self.spec.duration, "starting the topology")
-            topo.start()
-            plans = topo.switch_plans()
-            for plan in plans:
-                controllers.append(self._start_controller(plan))
-            self._check_delay(topo)
-            recorders = []
-            for plan, controller in zip(plans, controllers):
-                recorder = Recorder(controller.ctl, plan.bottleneck_port, time.monotonic())
-                controller.spawn(recorder.record_telemetry())
-                controller.spawn(recorder.sample_counters())
-                recorders.append(recorder)
-            minimum = self._calibrate(topo) if self.spec.transfers else None
-            self._traffic(topo, recorders)
-            for recorder in recorders:
-                recorder.running = False
-            time.sleep(1.2)
-            # The last periodic sample may be up to a second old: totals end after the drain.
-            for controller, recorder in zip(controllers, recorders):
-                controller.call(recorder.sample())
-            for plan, recorder in zip(plans, recorders):
-                recorder.write(self.folder, "" if len(plans) == 1 else f"-{plan.node.name}")
-            (self.folder / "events.json").write_text(json.dumps(
-                [{"switch": plan.node.name, **asdict(e)}
-                 for plan, c in zip(plans, controllers) for e in c.ctl.events], indent=1))
-            if minimum is not None:
-                (self.folder / "transfers" / "minimum.json").write_text(json.dumps(minimum))
-        finally:
-            for proc in self.processes:
-                if proc.poll() is None:
-                    proc.terminate()
-            for proc in self.processes:
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-            for controller in controllers:
-                controller.close()
-            topo.stop()
+        # The teardown is deferred from before the first process starts: a signal landing
+        # as the measurement ends cannot skip it, nor a second one cut it short.
+        with GUARD.deferred():
+            topo = build_topology(self.spec, self.folder, self.log_level)
+            controllers: list[ControllerThread] = []
+            try:
+                with GUARD.interruptible():
+                    self._measure(topo, controllers)
+            finally:
+                self._phase("stopping")
+                with ExitStack() as stack:   # every step, even after one that failed
+                    stack.callback(topo.stop)
+                    for controller in controllers:
+                        stack.callback(controller.close)
+                    stack.callback(self._stop_processes)
         return self.folder
 
-    def _start_controller(self, plan: SwitchPlan) -> ControllerThread:
+    def _measure(self, topo, controllers: list[ControllerThread]) -> None:
+        self._phase("starting the topology")
+        self.on_progress(0, self.spec.duration, "starting the topology")
+        topo.start()
+        plans = topo.switch_plans()
+        self._phase("starting the controller")
+        for plan in plans:
+            self._start_controller(plan, controllers)
+        self._phase("checking the delay")
+        self._check_delay(topo)
+        recorders = []
+        for plan, controller in zip(plans, controllers):
+            recorder = Recorder(controller.ctl, plan.bottleneck_port, time.monotonic())
+            controller.spawn(recorder.record_telemetry())
+            controller.spawn(recorder.sample_counters())
+            recorders.append(recorder)
+        minimum = None
+        if self.spec.transfers:
+            self._phase("calibrating")
+            minimum = self._calibrate(topo)
+        self._phase("traffic")
+        self._traffic(topo, recorders)
+        self._phase("saving its results")
+        for recorder in recorders:
+            recorder.running = False
+        time.sleep(1.2)
+        # The last periodic sample may be up to a second old: totals end after the drain.
+        for controller, recorder in zip(controllers, recorders):
+            controller.call(recorder.sample())
+        for plan, recorder in zip(plans, recorders):
+            recorder.write(self.folder, "" if len(plans) == 1 else f"-{plan.node.name}")
+        (self.folder / "events.json").write_text(json.dumps(
+            [{"switch": plan.node.name, **asdict(e)}
+             for plan, c in zip(plans, controllers) for e in c.ctl.events], indent=1))
+        if minimum is not None:
+            (self.folder / "transfers" / "minimum.json").write_text(json.dumps(minimum))
+
+    def _stop_processes(self) -> None:
+        """Traffic and servers, each by its PID: SIGTERM, SIGKILL a few seconds later."""
+        for proc in self.processes:
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 5
+        for proc in self.processes:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+    def _popen(self, host, argv: list[str], **params) -> subprocess.Popen:
+        """A process in a host's namespace, recorded for _stop_processes (a signal waits
+        until it is)."""
+        with GUARD.deferred():
+            proc = host.popen(argv, cwd=str(REPO), **params)
+            self.processes.append(proc)
+        return proc
+
+    def _start_controller(self, plan: SwitchPlan, controllers: list[ControllerThread]) -> None:
         spec, bn = self.spec, plan.bottleneck
         ports = {}
         for port in plan.ports:
@@ -259,7 +303,9 @@ class Run:
                                                   link_pps=10 * bn.pps))
         ctl = Controller(plan.node.grpc_address, self.artifacts, ports,
                          [Route(*route) for route in plan.routes])
-        thread = ControllerThread(ctl)
+        with GUARD.deferred():   # its thread, recorded for the teardown to close
+            thread = ControllerThread(ctl)
+            controllers.append(thread)
         thread.call(ctl.start())
         thread.call(asyncio.wait_for(ctl.ready.wait(), 30))
         for port in plan.ports:
@@ -267,7 +313,6 @@ class Run:
                 plan.node.bmv2.set_queue(port, rate_pps=bn.pps, depth=bn.buffer)
             else:
                 plan.node.bmv2.set_queue(port, depth=WIDE_QUEUE)
-        return thread
 
     def _check_delay(self, topo) -> None:
         """Ping senders to receivers; refuse to run when the RTT is below the configured one
@@ -305,10 +350,11 @@ class Run:
         before_s, before_c = tcp_counters(server), tcp_counters(client)
         out = self.folder / "transfers"
         out.mkdir(exist_ok=True)
-        result = client.popen([sys.executable, "-m", "experiments.transfer", "fetch", "--server",
-                               topo.senders[0].ip, "--port", str(TRANSFER_PORT), "--count", "1",
-                               "--size", str(self.spec.transfers.size), "--cc", cc,
-                               "--out", str(out / "calibration.json")], cwd=str(REPO))
+        result = self._popen(client, [sys.executable, "-m", "experiments.transfer", "fetch",
+                                      "--server", topo.senders[0].ip, "--port",
+                                      str(TRANSFER_PORT), "--count", "1", "--size",
+                                      str(self.spec.transfers.size), "--cc", cc,
+                                      "--out", str(out / "calibration.json")])
         if result.wait(120) != 0:
             raise RuntimeError("calibration transfer failed")
         time.sleep(0.5)
@@ -318,9 +364,8 @@ class Run:
                 "client_in_segs": after_c["InSegs"] - before_c["InSegs"]}
 
     def _start(self, host, argv: list[str], stdout=None, wait_ready=False) -> subprocess.Popen:
-        proc = host.popen(argv, stdout=stdout or subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, cwd=str(REPO))
-        self.processes.append(proc)
+        proc = self._popen(host, argv, stdout=stdout or subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
         if wait_ready:
             line = ""
             if select.select([proc.stdout], [], [], READY_TIMEOUT)[0]:
@@ -381,9 +426,7 @@ class Run:
             while pending and pending[0][0] <= now:
                 _, host, argv, out = pending.pop(0)
                 stdout = open(out, "w") if out else subprocess.DEVNULL
-                proc = host.popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, cwd=str(REPO))
-                self.processes.append(proc)
-                clients.append(proc)
+                clients.append(self._popen(host, argv, stdout=stdout, stderr=subprocess.DEVNULL))
             if now > spec.duration + GRACE and not stopped_late:
                 # iperf3 needs its control connection to end a test; across a congested
                 # link that can take long. Interrupted, it still writes what it measured.

@@ -59,7 +59,7 @@ control EgressPipe(inout headers_t hdr,
 }
 
 V1Switch(PacketParser(),
-         NoChecksum(),
+         VerifyIpv4Checksum(),
          IngressPipe(),
          EgressPipe(),
          NoChecksum(),

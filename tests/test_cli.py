@@ -3,8 +3,11 @@ installed command."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -13,8 +16,10 @@ from pathlib import Path
 import finsy as fy
 import pytest
 
+from frames import ipv4_frame, udp_payload, with_checksum
 from traffic import HOSTS, paced, send_paced, udp_packet
 from control_plane import fixedpoint as fp
+from control_plane import toolchain
 from control_plane.dataplane import Ecn
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]
@@ -60,12 +65,14 @@ def served(testbed, artifacts, tmp_path):
         f'dst_mac = "{h.mac}"\n' for p, h in HOSTS.items())
     config.write_text(f'''switch = "{testbed.switch.config.grpc_address}"
 build = "{artifacts.bmv2_json.parent}"
+netns = "{testbed.switch_ns.name}"
 [[port]]
 port = 1
-link_pps = 200
+link_pps = 5000
 [[port]]
 port = {PORT}
 link_pps = 200
+queue_depth = 5000
 algorithm = "red_ecn"
 minth = 5
 maxth = 15
@@ -80,7 +87,6 @@ telemetry_interval = 0.01
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_connected(sock, 1)
-        testbed.switch.set_queue(PORT, rate_pps=200, depth=5000)
         yield sock
     finally:
         proc.terminate()
@@ -166,7 +172,7 @@ async def test_bad_input_gets_one_clear_line(served, testbed, artifacts, tmp_pat
 
 async def switch_aqm_action(testbed, artifacts, port: int) -> tuple[str, dict[str, int]]:
     """aqm_config as the switch holds it, read by a backup P4Runtime client."""
-    options = fy.SwitchOptions(p4info=artifacts.p4info_txt, initial_election_id=5)
+    options = fy.SwitchOptions(p4info=artifacts.p4info_txt, device_id=0, initial_election_id=5)
     async with fy.Switch("reader", testbed.switch.config.grpc_address, options) as sw:
         async for entry in sw.read(fy.P4TableEntry("aqm_config", match=fy.Match(port=port))):
             return entry.action.name, {k: int(v) for k, v in entry.action.args.items()}
@@ -205,7 +211,7 @@ async def test_seed_003_algorithms_through_aqmctl(served, testbed, artifacts, al
 
 
 async def aecn_rules(testbed, artifacts) -> list[dict]:
-    options = fy.SwitchOptions(p4info=artifacts.p4info_txt, device_id=1)
+    options = fy.SwitchOptions(p4info=artifacts.p4info_txt, device_id=0)
     async with fy.Switch("reader", testbed.switch.config.grpc_address, options) as sw:
         return [entry.match_dict(sw.p4info)
                 async for entry in sw.read(fy.P4TableEntry("aecn_groups"))]
@@ -255,8 +261,7 @@ async def test_loop_and_cli_survive_a_switch_restart(served, testbed, artifacts)
     testbed.switch.stop()            # killed mid-loop (the controller runs in its own process)
     time.sleep(1.0)
     testbed.switch.start()
-    wait_connected(served, 2)
-    testbed.switch.set_queue(PORT, rate_pps=200, depth=5000)
+    wait_connected(served, 2)        # the queue's rate and depth come back with it
     traffic(testbed, 320, 1.5)
     # The loop kept running: it stepped again after the reconnection.
     events = aqmctl(served, "events").stdout.splitlines()
@@ -272,20 +277,233 @@ async def test_loop_and_cli_survive_a_switch_restart(served, testbed, artifacts)
     assert on_switch["minth"] == fp.to_qpkt(port["params"]["minth"])
 
 
-def test_routes_are_checked_when_the_configuration_loads(tmp_path):
-    from control_plane.aqm import ConfigError
-    from control_plane.cli import load_controller
-    for name in ("p4aqm.json", "p4aqm.p4info.txtpb", "p4aqm.p4info.bin"):
-        (tmp_path / name).write_text("")
-    base = 'switch = "127.0.0.1:9559"\nbuild = "."\n[[port]]\nport = 2\nlink_pps = 100\n'
-    for route, message in (
-            ('prefix = "10.0.0.0/24"\nport = 1\nsrc_mac = "02:00:00:00:00:01"\n'
-             'dst_mac = "02:00:00:00:00:02"', "port 1, which has no [[port]] entry"),
-            ('prefix = "10.0.0.0/24"\nport = 2\nsrc_mac = "zz"\n'
-             'dst_mac = "02:00:00:00:00:02"', "'zz' is not a MAC address"),
-            ('prefix = "10.0.0.300/24"\nport = 2\nsrc_mac = "02:00:00:00:00:01"\n'
-             'dst_mac = "02:00:00:00:00:02"', "route 10.0.0.300/24")):
-        path = tmp_path / "aqm.toml"
-        path.write_text(base + "[[route]]\n" + route + "\n")
-        with pytest.raises(ConfigError, match=re.escape(message)):
-            load_controller(path)
+# ----- refusals: a generated corpus of invalid commands -------------------------------------
+
+BAD_NUMBERS = ("nan", "-nan", "NaN", "inf", "-inf", "Infinity", "１", "٥", "6_4", " 5", "5 ",
+               "None", "0x10", "1e999", "-1e999", "1,5", "--5", "5..0", "½", "")
+RED_PARAMETERS = ("minth", "maxth", "maxp", "wq", "limit", "link_pps", "telemetry_interval",
+                  "target_delay", "seed")
+
+
+def invalid_commands() -> list[list[str]]:
+    """Commands that must all be refused, of every kind the issue lists and more."""
+    port = str(PORT)
+    commands = [["set", port, f"{name}={bad}"] for name in RED_PARAMETERS for bad in BAD_NUMBERS]
+    commands += [["set", port, algorithm, f"{name}={bad}"]
+                 for algorithm, names in (("mecn", ("midth", "p1max", "p2max")),
+                                          ("newque", ("alpha", "beta", "min_interval")),
+                                          ("blue", ("d1", "freeze_time", "threshold")),
+                                          ("pi", ("a", "b", "qref")),
+                                          ("rem", ("gamma", "phi", "interval")),
+                                          ("aecn", ("a", "robust_minth")))
+                 for name in names for bad in BAD_NUMBERS]
+    commands += [["set", port, "maxp=NaN", "maxp=0.1"], ["set", port, "maxth=-1e999", "maxth=15"],
+                 ["set", port, "maxp=0.2", "maxp=0.2"], ["set", port, "maxp=0"],
+                 ["set", port, "maxp=-0.1"], ["set", port, "maxp=1.01"], ["set", port, "wq=0"],
+                 ["set", port, "wq=1"], ["set", port, "limit=0"], ["set", port, "limit=1.5"],
+                 ["set", port, "minth=16"], ["set", port, "target_delay=-1"],
+                 ["set", port, "target_delay=0"], ["set", port, "target_delay=0.02", "wq=0.1"],
+                 ["set", port, "blue", "target_delay=0.02"], ["set", port, "codel"],
+                 ["set", port, "none", "limit=5"], ["set", port, "minthh=3"], ["set", port, "=3"],
+                 ["set", port, "maxp="], ["set", port, "maxp"], ["set", port, "red", "red"],
+                 ["set", port, "--bogus"], ["set", port, "x" * 100_000],
+                 ["set", port, "maxp=" + "9" * 100_000], ["set", port, "gentle=maybe"],
+                 ["set", port, "ecn=2"], ["set", port, "bmv2_random=None"]]
+    for bad_port in ("x", "-1", "510", "7", "99999999999999999999", "５", "2.0", "+-2", ""):
+        commands += [["set", bad_port, "maxp=0.1"], ["show", bad_port],
+                     ["loop", bad_port, "ared"], ["l2", "02:00:00:00:00:09", bad_port]]
+    commands += [["loop", port, "pid"], ["loop", port, "ared", "extra"],
+                 ["loop", port, "amecn"], ["loop", port, "ared", "--interval", "nan"],
+                 ["loop", port, "ared", "--interval", "0"], ["loop", port, "ared", "--interval",
+                                                            "1_0"],
+                 ["loop", port, "ared", "--alpha", "eq5"], ["watch", "--period", "inf"],
+                 ["events", "--since", "-1"], ["events", "--since", "５"], ["show", port, "--yaml"],
+                 ["l2", "zz:zz:zz:zz:zz:zz", port], ["l2", "02:00:00:00:00:09"],
+                 ["l2", "02:00:00:00:00:09", port, "--remove"], ["l2", "02:00:00:00:00:09",
+                                                                 "--remove"],
+                 ["set", port, "aecn", "groups=src:10.0.0.0/33=robust"],
+                 ["set", port, "aecn", "rtt_source=guess"], ["bogus"], ["set", port, "maxp=0.1",
+                                                                         "extra"]]
+    return commands
+
+
+async def test_every_invalid_command_is_refused_in_one_line_and_writes_nothing(served, testbed,
+                                                                              artifacts):
+    """Over 500 invalid commands through aqmctl's own entry point (click's runner, the
+    real controller): each exits non-zero with one short line on stderr, and afterwards
+    the controller's configuration and every table entry on the switch are as before."""
+    before_state = state(served)
+    before_tables = await switch_entries(testbed, artifacts)
+    commands = invalid_commands()
+    assert len(commands) > 500
+    # aqmctl runs its own event loop: in a thread, away from the test's.
+    await asyncio.to_thread(refuse_all, served, commands)
+    after = state(served)
+    configured = ("algorithm", "params", "link_pps", "loop", "queue", "telemetry_interval")
+    for port, info in after["ports"].items():
+        assert {k: info[k] for k in configured} == \
+            {k: before_state["ports"][port][k] for k in configured}
+    assert after["l2"] == before_state["l2"] == {}
+    assert await switch_entries(testbed, artifacts) == before_tables
+
+
+def refuse_all(sock: Path, commands: list[list[str]]) -> None:
+    from click.testing import CliRunner
+    from control_plane.cli import main
+    runner = CliRunner(mix_stderr=False)
+    for args in commands:
+        result = runner.invoke(main, ["--socket", str(sock), *args])
+        lines = result.stderr.splitlines()
+        shown = " ".join(args)[:80]
+        assert result.exit_code != 0, f"accepted: {shown}"
+        assert len(lines) == 1 and lines[0].startswith("aqmctl: error:"), f"{shown}: {lines}"
+        assert len(lines[0]) < 400, shown
+
+
+async def switch_entries(testbed, artifacts) -> list[str]:
+    """Every table entry the switch holds, read by a backup P4Runtime client."""
+    options = fy.SwitchOptions(p4info=artifacts.p4info_txt, device_id=0, initial_election_id=5)
+    async with fy.Switch("reader", testbed.switch.config.grpc_address, options) as sw:
+        return sorted([f"{e.table_id} {e.match_dict(sw.p4info)} {e.action_str(sw.p4info)}"
+                       async for e in sw.read(fy.P4TableEntry())])
+
+
+# ----- restarts, flaps, device ids -------------------------------------------------------------
+
+async def test_restarts_and_flaps_restore_tables_and_queues_within_seconds(served, testbed,
+                                                                         artifacts):
+    """Five flaps (the switch killed within a second of coming back), then a restart: the
+    controller is back within 3 s of each start (finsy's own loop waited 10 s), every
+    entry is back, and the port's queue runs at link_pps with queue_depth again: a burst
+    of 300 packets at 1000 packets/s is neither cut by BMv2's default 64-packet queue nor
+    let through faster than 200 packets/s."""
+    assert aqmctl(served, "set", str(PORT), "droptail").returncode == 0   # keeps limit 2000
+    before = await switch_entries(testbed, artifacts)
+    for flap in range(6):
+        testbed.switch.stop()
+        time.sleep(0.5)
+        testbed.switch.start()
+        started = time.monotonic()
+        wait_connected(served, flap + 2, limit=10.0)
+        assert time.monotonic() - started < 3.0, f"flap {flap}"
+        if flap < 5:
+            time.sleep(0.5)
+    # Everything but the epochs (a reconnection starts each port's state afresh).
+    epochless = lambda entries: [re.sub(r"epoch_id=\w+, ", "", e) for e in entries]  # noqa
+    assert epochless(await switch_entries(testbed, artifacts)) == epochless(before)
+    events = aqmctl(served, "events").stdout
+    assert events.count(f"queues port 1 5000/s depth 64, port {PORT} 200/s depth 5000") == 7
+    rx = testbed.port(PORT)
+    rx.drain()
+    start = time.monotonic()
+    send_paced(testbed.port(1), [bytes(udp_packet(i + 1, Ecn.ECT0)) for i in range(300)],
+               paced(1000, 0.3))
+    frames = rx.receive(quiet=1.0, limit=10.0)
+    span = time.monotonic() - start - 1.0
+    port = state(served)["ports"][str(PORT)]
+    assert port["enqueued"] == port["counters"]["seen_packets"] == len(frames) == 300
+    assert span > 0.8 * 300 / 200, span
+
+
+def test_a_switch_with_another_device_id_is_named_in_one_line(testbed, artifacts, tmp_path):
+    config = tmp_path / "aqm.toml"
+    config.write_text(f'switch = "{testbed.switch.config.grpc_address}"\n'
+                      f'build = "{artifacts.bmv2_json.parent}"\ndevice_id = 3\n'
+                      'manage_queues = false\n[[port]]\nport = 2\nlink_pps = 200\n')
+    result = subprocess.run([AQMCTL, "--socket", str(tmp_path / "s.sock"), "serve", str(config)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"aqmctl: error: the switch at {testbed.switch.config.grpc_address} has device id 0, "
+        "not 3 (its --device-id): set device_id = 0 in the configuration")
+
+
+# ----- everything visible ----------------------------------------------------------------------
+
+async def test_show_accounts_for_every_frame_of_a_mixed_run(served, testbed, artifacts):
+    """Routed packets through RED+ECN, non-IP frames by an L2 entry, packets to a port
+    without AQM and one frame per ingress drop reason: every frame sent is in `show`
+    (ingress drops by reason, or enqueued at a port) and every enqueued one left or was
+    counted as dropped by the port's AQM."""
+    one_error_line(aqmctl(served, "set", "1", "none", "limit=3"), "unknown parameter 'limit'")
+    assert aqmctl(served, "set", "1", "none").returncode == 0
+    assert aqmctl(served, "l2", "02:00:00:00:02:0A", str(PORT)).returncode == 0
+    entries = await switch_entries(testbed, artifacts)
+    assert not any("aqm_config" in e and "'port': '1'" in e for e in entries)
+    routed = [bytes(udp_packet(i + 1, Ecn.ECT0 if i % 3 else Ecn.NOT_ECT)) for i in range(400)]
+    back = [bytes(udp_packet(i + 1, Ecn.ECT0, src=1, dst=1)) for i in range(20)]
+    non_ip = [bytes.fromhex("02000000020a020000000101") + b"\x88\xb5" + bytes(50)] * 10
+    bad = [ipv4_frame(checksum=1), ipv4_frame(total_length=10),
+           ipv4_frame(payload=udp_payload(24))[:-3], ipv4_frame(ttl=1), ipv4_frame(version=5),
+           ipv4_frame(ttl=1)[:14 + 12], bytes.fromhex("02000000ffff") + bytes(6) + b"\x88\xb5"
+           + bytes(50)]
+    no_route = bytearray(ipv4_frame())
+    no_route[14 + 16:14 + 20] = bytes([192, 0, 2, 1])
+    bad.append(with_checksum(bytes(no_route)))
+    for port in (1, PORT):
+        testbed.port(port).drain()
+    send_paced(testbed.port(1), routed + back + non_ip + bad, paced(400, 1.2))
+    out = testbed.port(PORT).receive(quiet=1.5, limit=15.0)
+    out_back = testbed.port(1).receive(quiet=0.5, limit=5.0)
+    shown = state(served)
+    drops = shown["ingress_drops"]
+    assert drops == {"no_route": 1, "no_l2_entry": 1, "ttl_expired": 1, "malformed": 2,
+                     "bad_checksum": 1, "length_below_header": 1, "truncated": 1}
+    p1, p2 = shown["ports"]["1"], shown["ports"][str(PORT)]
+    assert p1["algorithm"] == "none" and p1["enqueued"] == len(back) == len(out_back)
+    assert sum(drops.values()) + p1["enqueued"] + p2["enqueued"] == len(routed + back + non_ip
+                                                                      + bad)
+    c = p2["counters"]
+    assert p2["enqueued"] == len(routed) + len(non_ip) == c["seen_packets"]
+    assert c["forced_drops"] + c["prob_drops"] > 0 and c["marks_ce"] > 0
+    assert len(out) == c["seen_packets"] - c["prob_drops"] - c["forced_drops"] \
+        - c["overflow_drops"]
+    table = aqmctl(served, "show").stdout
+    assert "length_below_header" in table and "l2 02:00:00:00:02:0a" in table and "none" in table
+    assert aqmctl(served, "l2", "02:00:00:00:02:0a", "--remove").returncode == 0
+    assert state(served)["l2"] == {}
+
+
+def readme_toml() -> str:
+    """The controller's example file, as the README gives it."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    return re.search(r"```toml\n(# aqm\.toml.*?)```", readme, re.S).group(1)
+
+
+def test_the_readme_example_works_as_written(testbed, artifacts, tmp_path):
+    """A switch started as the README (and p4lang) says, with the README's TOML (only its
+    build folder pointed at this test's): the controller connects, sets the queues through
+    Thrift, and routes a packet as the file says."""
+    testbed.switch.stop()
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    command = re.search(r"`sudo (simple_switch_grpc --no-p4 [^`]*)`", readme).group(1).split()
+    command[0] = str(toolchain.require("simple_switch_grpc"))
+    # The README's interfaces are the testbed's.
+    command = [f"{a.split('@')[0]}@{testbed.iface('s', int(a.split('@')[0]))}" if "@" in a
+               else a for a in command]
+    ns = ("ip", "netns", "exec", testbed.switch_ns.name)
+    log = open(tmp_path / "switch.log", "w")
+    switch = subprocess.Popen([*ns, *command], stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    config = tmp_path / "aqm.toml"
+    config.write_text(readme_toml().replace('build = "build"',
+                                            f'build = "{artifacts.bmv2_json.parent}"'))
+    sock = tmp_path / "aqm.sock"
+    serve = subprocess.Popen([*ns, AQMCTL, "--socket", str(sock), "serve", str(config)],
+                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        shown = wait_connected(sock, 1)
+        assert sorted(shown["ports"]) == ["1", "2"] and shown["ports"]["1"]["algorithm"] == "none"
+        assert shown["l2"] == {"02:00:00:00:01:01": 1}
+        events = aqmctl(sock, "events").stdout
+        assert "queues port 2 1000/s depth 100, port 1 10000/s depth 64" in events, events
+        rx = testbed.port(2)
+        rx.drain()
+        testbed.port(1).send(bytes(udp_packet(1, Ecn.ECT0)))
+        out = rx.receive(quiet=0.5, limit=5.0, expect=1)
+        assert len(out) == 1 and out[0][:6] == bytes.fromhex("020000000202")
+    finally:
+        for proc in (serve, switch):
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+        log.close()

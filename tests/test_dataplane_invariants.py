@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from scapy.layers.inet import IP, UDP, IPOption_RR
 from scapy.layers.l2 import Ether
@@ -9,7 +11,9 @@ from scapy.layers.l2 import Ether
 from conformance import PORT, RATE_PPS, all_entries
 from control_plane.aqm import ConfigError, Ecnm, PortConfig, Red, RedEcn
 from control_plane.dataplane import Ecn, IngressDrop
-from traffic import HOSTS, ipv4_header_checksum_ok, udp_packet
+from control_plane.forwarding import forward
+from frames import ROUTES, corpus, ipv4_frame, udp_payload
+from traffic import HOSTS, ipv4_header_checksum_ok, paced, send_paced, udp_packet
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]
 
@@ -56,7 +60,7 @@ async def test_ipv4_options_are_kept_and_checksummed_after_a_mark(switch, testbe
 
 
 async def test_non_ip_frames_pass_untouched(switch, testbed):
-    await switch.add_l2("02:00:00:00:02:02", PORT)
+    await switch.set_l2("02:00:00:00:02:02", PORT)
     frame = bytes(Ether(src="02:00:00:00:01:01", dst="02:00:00:00:02:02", type=0x88B5)) \
         + bytes(range(60))
     out = exchange(testbed, [frame], expect=1)
@@ -75,16 +79,41 @@ async def test_malformed_and_unroutable_packets_are_dropped_and_counted(switch, 
     ttl_one = udp_packet(3, Ecn.ECT0)
     ttl_one[IP].ttl = 1
     unknown_mac = bytes(Ether(dst="02:aa:aa:aa:aa:aa", type=0x88B5)) + bytes(46)
+    bad_checksum = ipv4_frame(checksum=0x1234)
+    length_19 = ipv4_frame(total_length=19)
+    cut_datagram = good[:14 + 20 + 3]                       # total length says 92 bytes
     out = exchange(testbed, [truncated_ip, bytes(bad_version), bytes(bad_ihl),
-                             bytes(no_route), bytes(ttl_one), unknown_mac])
+                             bytes(no_route), bytes(ttl_one), unknown_mac, bad_checksum,
+                             length_19, cut_datagram])
     assert out == []
     drops = await switch.read_ingress_drops()
     assert drops == {IngressDrop.MALFORMED: 3, IngressDrop.NO_ROUTE: 1,
-                     IngressDrop.TTL_EXPIRED: 1, IngressDrop.NO_L2_ENTRY: 1}
-    # A truncated UDP header behind a whole IPv4 header is still routed, bytes intact.
-    truncated_udp = good[:14 + 20 + 3]
-    out = exchange(testbed, [truncated_udp, good], expect=2)
-    assert len(out) == 2 and out[0][14 + 20:] == truncated_udp[14 + 20:]
+                     IngressDrop.TTL_EXPIRED: 1, IngressDrop.NO_L2_ENTRY: 1,
+                     IngressDrop.BAD_CHECKSUM: 1, IngressDrop.LENGTH_BELOW_HEADER: 1,
+                     IngressDrop.TRUNCATED: 1}
+    # A cut UDP header behind a whole IPv4 header whose length says so is still routed.
+    cut_udp = ipv4_frame(payload=udp_payload(24)[:3])
+    out = exchange(testbed, [cut_udp, good], expect=2)
+    assert len(out) == 2 and out[0][14 + 20:] == cut_udp[14 + 20:]
+    assert testbed.switch.alive()
+
+
+async def test_ingress_matches_the_golden_model_frame_by_frame(switch, testbed):
+    """400 seeded frames built byte by byte, most of them broken: what leaves each port
+    and every drop reason's count are the ingress model's (control_plane/forwarding.py)."""
+    frames = corpus(seed=7, count=400)
+    expected = [forward(f, ROUTES, {}) for f in frames]
+    for port in HOSTS:
+        testbed.port(port).drain()
+    send_paced(testbed.port(1), frames, paced(400, 1.0))
+    for port in HOSTS:
+        wanted = [e.frame for e in expected if e.port == port]
+        got = testbed.port(port).receive(quiet=1.0, limit=20.0, expect=len(wanted))
+        assert len(got) == len(wanted), f"port {port}"
+        for i, (frame, model) in enumerate(zip(got, wanted)):
+            assert frame == model, f"port {port}, frame {i}"
+    reasons = Counter(e.drop for e in expected if e.drop is not None)
+    assert await switch.read_ingress_drops() == {r: reasons[r] for r in IngressDrop}
     assert testbed.switch.alive()
 
 

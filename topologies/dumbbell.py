@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mininet.link import Link
-from mininet.net import Mininet
 from mininet.node import Host
 
 from topologies.nodes import (Access, Bottleneck, Bridge, DelayBox, HostInfo, P4AqmSwitch,
-                             SwitchPlan, attach_host, configure_hosts, start_boxes)
+                             RunNet, SwitchPlan, attach_host, configure_hosts, start_boxes,
+                             stop_network)
 
 SWITCH_MAC = "02:00:00:00:ff:{:02x}"
 
@@ -49,7 +49,7 @@ class Dumbbell:
     spec: DumbbellSpec
     workdir: Path
     log_level: str = "off"
-    net: Mininet | None = field(default=None, init=False)
+    net: RunNet | None = field(default=None, init=False)
     senders: list[HostInfo] = field(default_factory=list, init=False)
     receivers: list[HostInfo] = field(default_factory=list, init=False)
 
@@ -66,8 +66,7 @@ class Dumbbell:
 
     def start(self) -> "Dumbbell":
         self.workdir.mkdir(parents=True, exist_ok=True)
-        net = self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False,
-                                 autoStaticArp=False, waitConnected=False)
+        net = self.net = RunNet()
         try:
             self._build(net)
             net.build()
@@ -79,7 +78,7 @@ class Dumbbell:
             raise
         return self
 
-    def _build(self, net: Mininet) -> None:
+    def _build(self, net: RunNet) -> None:
         s1 = net.addSwitch("s1", cls=P4AqmSwitch, workdir=self.workdir / "s1",
                            log_level=self.log_level)
         n = len(self.spec.senders)
@@ -125,8 +124,9 @@ class Dumbbell:
         return self.spec.expected_rtt(i, j)
 
     def stop(self) -> None:
+        """Idempotent, and whole however far start() got."""
         if self.net is not None:
-            self.net.stop()
+            stop_network(self.net)
             self.net = None
 
 

@@ -1,11 +1,15 @@
 """Mininet nodes: the p4aqm switch (BMv2), a delay line, an L2 bridge, and host set-up.
 
 Every node lives in its own network namespace (BMv2's Thrift server binds every address
-of its namespace) and every process a node starts is stopped by its own PID.
+of its namespace) and every process a node starts is stopped by its own PID. A network
+is stopped whole however far it got and wherever a signal cut it (`stop_network`).
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +22,12 @@ from mininet.net import Mininet
 from mininet.node import Host, Node, Switch
 
 from control_plane.bmv2 import Bmv2Config, Bmv2Switch
+from topologies.cleanup import GUARD, netns_of, stop_namespaces
+
+# Importing Mininet made every logger created afterwards a MininetLogger with a stderr
+# handler of its own; ours stay plain, under the program's logging set-up.
+logging.setLoggerClass(logging.Logger)
+LOG = logging.getLogger("p4aqm.topology")
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,12 @@ class P4AqmSwitch(Switch):
             self.bmv2.stop()
         super().stop(deleteIntfs)
 
+    def terminate(self) -> None:
+        """Also the end of a switch whose interfaces could not be deleted first."""
+        if self.bmv2 is not None:
+            self.bmv2.stop()
+        super().terminate()
+
 
 class DelayBox(Node):
     """A bump in the wire between its two interfaces: topologies.delayline."""
@@ -112,10 +128,11 @@ class DelayBox(Node):
             self.cmd(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1")
             self.cmd(f"ethtool -K {intf} rx off tx off tso off gso off gro off 2>/dev/null")
         stats = ["--stats", str(self.workdir / f"{self.name}.json")] if self.workdir else []
-        self.process = self.popen(
-            [sys.executable, "-m", "topologies.delayline", a, b, "--delay", str(self.delay),
-             "--loss", str(self.loss), "--seed", str(self.seed), *stats],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        with GUARD.deferred():
+            self.process = self.popen(
+                [sys.executable, "-m", "topologies.delayline", a, b, "--delay", str(self.delay),
+                 "--loss", str(self.loss), "--seed", str(self.seed), *stats],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = self.process.stdout.readline()
         if line.strip() != "ready":
             raise RuntimeError(f"delay line {self.name} failed: {line}{self.process.stdout.read()}")
@@ -134,7 +151,8 @@ class DelayBox(Node):
 
 
 class Bridge(Node):
-    """A plain learning L2 bridge (Linux bridge in its own namespace), STP off."""
+    """A plain learning L2 bridge (Linux bridge in its own namespace), STP off. br0 goes
+    with the namespace."""
 
     def __init__(self, name: str, **params):
         params["inNamespace"] = True
@@ -148,9 +166,67 @@ class Bridge(Node):
                 self.cmd(f"ip link set {intf.name} master br0 up")
         self.cmd("ip link set br0 up")
 
-    def terminate(self) -> None:
-        self.cmd("ip link del br0")
-        super().terminate()
+
+class RunNet(Mininet):
+    """Mininet whose nodes and links are made whole or not at all (a signal waits until the
+    node's shell or the veth pair is recorded), and which remembers the network namespace
+    of every node, so that stop_network finds whatever is left in them."""
+
+    def __init__(self) -> None:
+        self.namespaces: set[str] = set()
+        super().__init__(topo=None, build=False, controller=None, autoSetMacs=False,
+                         autoStaticArp=False, waitConnected=False)
+
+    def addHost(self, name: str, cls=None, **params) -> Node:
+        with GUARD.deferred():
+            node = super().addHost(name, cls=cls, **params)
+            self.namespaces.add(netns_of(node.pid))
+        return node
+
+    def addSwitch(self, name: str, cls=None, **params) -> Switch:
+        with GUARD.deferred():
+            node = super().addSwitch(name, cls=cls, **params)
+            self.namespaces.add(netns_of(node.pid))
+        return node
+
+    def addLink(self, node1, node2, port1=None, port2=None, cls=None, **params) -> Link:
+        with GUARD.deferred():
+            return super().addLink(node1, node2, port1, port2, cls, **params)
+
+
+def end_node(node: Node, timeout: float = 5.0) -> None:
+    """Mininet's terminate (each class ends its own processes by PID), after hanging up
+    the node's shell and its commands without Mininet's unbounded wait. Idempotent."""
+    shell = node.shell
+    if shell is not None:
+        if shell.poll() is None:
+            os.killpg(shell.pid, signal.SIGHUP)
+        try:
+            shell.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(shell.pid, signal.SIGKILL)
+            shell.wait(timeout)
+    node.terminate()
+
+
+def stop_network(net: RunNet) -> None:
+    """The end of a network built whole or in part, cut anywhere by a signal: Mininet's
+    stop if every node's shell can still take a command (one cut mid-command cannot, and
+    Mininet's link clean-up would fail on it), then every node ended by PID, then
+    whatever is left in the nodes' namespaces; their interfaces go with them."""
+    with GUARD.deferred():
+        nodes = net.switches + net.hosts
+        if all(n.shell is not None and n.shell.poll() is None and not n.waiting for n in nodes):
+            try:
+                net.stop()
+            except Exception as err:
+                LOG.info("Mininet's stop failed (%s: %s); ending the nodes by PID",
+                         type(err).__name__, err)
+        else:
+            LOG.info("a node's shell was cut mid-command or has ended: ending the nodes by PID")
+        for node in nodes:
+            end_node(node)
+        stop_namespaces(net.namespaces)
 
 
 def configure_host(host: Host, congestion_control: str, ecn: bool, mbps: float | None,

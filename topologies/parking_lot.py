@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mininet.link import Link
-from mininet.net import Mininet
 from mininet.node import Host
 
 from topologies.dumbbell import SWITCH_MAC
 from topologies.nodes import (Access, Bottleneck, Bridge, DelayBox, HostInfo, P4AqmSwitch,
-                             SwitchPlan, attach_host, configure_hosts, start_boxes)
+                             RunNet, SwitchPlan, attach_host, configure_hosts, start_boxes,
+                             stop_network)
 
 UPLINK, DOWNLINK = 100, 101
 
@@ -46,7 +46,7 @@ class ParkingLot:
     spec: ParkingLotSpec
     workdir: Path
     log_level: str = "off"
-    net: Mininet | None = field(default=None, init=False)
+    net: RunNet | None = field(default=None, init=False)
     # host -> index of the switch it hangs off (len(links) + 1 means the exit bridge)
     attached: dict[str, int] = field(default_factory=dict, init=False)
     hosts: dict[str, HostInfo] = field(default_factory=dict, init=False)
@@ -88,8 +88,7 @@ class ParkingLot:
 
     def start(self) -> "ParkingLot":
         self.workdir.mkdir(parents=True, exist_ok=True)
-        net = self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False,
-                                 autoStaticArp=False, waitConnected=False)
+        net = self.net = RunNet()
         try:
             self._build(net)
             net.build()
@@ -109,7 +108,7 @@ class ParkingLot:
             return self.spec.long_senders[int(name[1:]) - 1]
         return self.spec.cross_access if name.startswith("C") else self.spec.receiver_access
 
-    def _add_host(self, net: Mininet, name: str, subnet: int, index: int, at: int, peer,
+    def _add_host(self, net: RunNet, name: str, subnet: int, index: int, at: int, peer,
                   port: int | None) -> None:
         info = HostInfo(name, f"10.0.{subnet}.{index}", f"02:00:00:00:{subnet:02x}:{index:02x}",
                         port=0)
@@ -120,7 +119,7 @@ class ParkingLot:
         attach_host(net, info, self._access(name), peer, port,
                     seed=self.spec.seed * 1000 + subnet * 50 + index, workdir=self.workdir)
 
-    def _build(self, net: Mininet) -> None:
+    def _build(self, net: RunNet) -> None:
         switches = [net.addSwitch(f"s{i}", cls=P4AqmSwitch, workdir=self.workdir / f"s{i}",
                                   log_level=self.log_level) for i in range(1, self.k + 1)]
         exit_bridge = net.addHost("bx", cls=Bridge)
@@ -162,6 +161,7 @@ class ParkingLot:
         return sorted(ports)
 
     def stop(self) -> None:
+        """Idempotent, and whole however far start() got."""
         if self.net is not None:
-            self.net.stop()
+            stop_network(self.net)
             self.net = None

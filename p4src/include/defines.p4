@@ -110,12 +110,17 @@ const bit<8> OUTCOME_PROB_DROP = 2;
 const bit<8> OUTCOME_FORCED_DROP = 3;
 const bit<8> OUTCOME_OVERFLOW_DROP = 4;
 
-// Ingress drop reasons (index of the ingress_drops counter).
+// Ingress drop reasons (index of the ingress_drops counter), checked in this order.
 const bit<32> DROP_NO_ROUTE = 0;
 const bit<32> DROP_NO_L2_ENTRY = 1;
 const bit<32> DROP_TTL_EXPIRED = 2;
-const bit<32> DROP_MALFORMED = 3;
-#define INGRESS_DROP_REASONS 4
+const bit<32> DROP_MALFORMED = 3;         // the parser did not get through IPv4 and options
+const bit<32> DROP_BAD_CHECKSUM = 4;      // IPv4 header checksum wrong (RFC 1812 5.2.2)
+const bit<32> DROP_LENGTH_BELOW_HEADER = 5;  // total length < 4 * IHL
+const bit<32> DROP_TRUNCATED = 6;         // total length > the bytes that arrived
+#define INGRESS_DROP_REASONS 7
+
+const bit<32> ETHERNET_BYTES = 14;
 
 const bit<32> FRAC32_ONE = 0xffffffff;
 const p48_t P48_ONE = 1 << 48;

@@ -4,8 +4,8 @@
 #include "../headers.p4"
 
 // IPv4 LPM routing with MAC rewrite; exact L2 forwarding for everything that is not IPv4.
-// Nothing is flooded: a miss, an expired TTL or a malformed header drops the packet and
-// counts it by reason.
+// Nothing is flooded: a miss, an expired TTL, a malformed header or an IPv4 header that
+// fails RFC 1812's checks drops the packet and counts it by reason.
 control Forwarding(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t std_meta) {
@@ -72,7 +72,15 @@ control Forwarding(inout headers_t hdr,
         if (std_meta.parser_error != error.NoError && meta.l3_parsed == 0) {
             drop(DROP_MALFORMED);
         } else if (hdr.ipv4.isValid()) {
-            if (hdr.ipv4.ttl <= 1) {
+            // RFC 1812 5.2.2's input checks, then the TTL. Bytes beyond the total length
+            // (Ethernet padding) are allowed; fewer are not.
+            if (std_meta.checksum_error == 1) {
+                drop(DROP_BAD_CHECKSUM);
+            } else if (hdr.ipv4.total_len < ((bit<16>)hdr.ipv4.ihl << 2)) {
+                drop(DROP_LENGTH_BELOW_HEADER);
+            } else if ((bit<32>)hdr.ipv4.total_len + ETHERNET_BYTES > std_meta.packet_length) {
+                drop(DROP_TRUNCATED);
+            } else if (hdr.ipv4.ttl <= 1) {
                 drop(DROP_TTL_EXPIRED);
             } else {
                 ipv4_lpm.apply();

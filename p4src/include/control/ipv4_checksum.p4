@@ -4,8 +4,8 @@
 #include "../headers.p4"
 
 // Incremental IPv4 header checksum update (RFC 1624, eqn. 3) over the two 16-bit words
-// this program may change (TOS with the ECN bits; TTL). It covers headers with options,
-// and a checksum that arrived wrong stays wrong.
+// this program may change (TOS with the ECN bits; TTL). It covers headers with options;
+// a packet whose checksum arrived wrong never gets here (VerifyIpv4Checksum, ingress).
 control Ipv4Checksum(inout headers_t hdr, in checksum_meta_t old) {
     apply {
         if (hdr.ipv4.isValid()) {

@@ -1,0 +1,278 @@
+"""Interrupting `python -m experiments run` (issue 14): SIGINT or SIGTERM at any moment ends
+it with one line on stderr that says what was interrupted and where the finished runs are,
+a non-zero status, and nothing of the run's left: no process it started, no network
+namespace it made (Mininet's are unnamed and take their interfaces with them) and no
+interface of its names in ours.
+
+Each case runs the catalog's `smoke` experiment (two 6 s runs) as a subprocess, waits for a
+phase in the run.log it writes, signals it, and compares what was running before with
+what is left after. Every wait has a deadline."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conftest import skip_reason_for_switch
+
+pytestmark = [pytest.mark.p4, pytest.mark.root]
+
+REPO = Path(__file__).resolve().parent.parent
+PHASE_TIMEOUT = 180.0    # s from the start to a phase (compiling alone takes ~7 s)
+EXIT_TIMEOUT = 90.0      # s from the signal to the exit (the teardown is bounded well below)
+LINE = re.compile(r"experiments: interrupted during (?P<where>[^;]+); (?P<rest>.+)")
+# Interfaces of the smoke topology's nodes (s1, h1, h2, r1, r2, b1, dh1, dh2, dbn).
+INTERFACE = re.compile(r"(s1|h\d+|r\d+|b1|dh\d+|dbn)-eth\d+|br0")
+
+
+@pytest.fixture
+def can_run():
+    reason = skip_reason_for_switch()
+    if reason:
+        pytest.skip(reason)
+    for tool in ("mnexec", "iperf3", "ping", "tc"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"needs {tool} (make setup installs it)")
+
+
+def parent_and_start(pid: int) -> tuple[int, str]:
+    """(parent, start time) of a live process: its start time tells a reused PID apart."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] == "Z":
+        raise ProcessLookupError(pid)
+    return int(fields[1]), fields[19]
+
+
+def netns_holders(namespaces: set[str]) -> list[int]:
+    holders = []
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and os.readlink(f"{entry.path}/ns/net") in namespaces:
+                holders.append(int(entry.name))
+        except OSError:
+            pass
+    return holders
+
+
+def root_interfaces() -> set[str]:
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, timeout=10)
+    return {line.split(": ")[1].split("@")[0] for line in out.stdout.splitlines()}
+
+
+@dataclass
+class Seen:
+    """A process of the run's, as sampled while it ran."""
+
+    start: str
+    command: str
+    netns: str
+
+
+@dataclass
+class Experiment:
+    """`python -m experiments run smoke` in a subprocess, its descendants sampled as it runs."""
+
+    out: Path
+    seen: dict[int, Seen] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.interfaces_before = root_interfaces()
+        self.stdout = open(self.out / "stdout.txt", "w")
+        self.stderr_path = self.out / "stderr.txt"
+        self.stderr = open(self.stderr_path, "w")
+        # A process group of its own, as a shell's job: a "terminal" Ctrl-C reaches it all.
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "experiments", "run", "smoke", "--out", str(self.out)],
+            cwd=REPO, stdout=self.stdout, stderr=self.stderr, process_group=0)
+
+    def sample(self) -> None:
+        children: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            try:
+                if entry.name.isdigit():
+                    parent, _ = parent_and_start(int(entry.name))
+                    children.setdefault(parent, []).append(int(entry.name))
+            except (OSError, ValueError):
+                pass
+        todo = [self.proc.pid]
+        while todo:
+            for pid in children.get(todo.pop(), []):
+                todo.append(pid)
+                if pid in self.seen:
+                    continue
+                try:
+                    self.seen[pid] = Seen(parent_and_start(pid)[1],
+                                          Path(f"/proc/{pid}/cmdline").read_bytes()
+                                          .replace(b"\0", b" ").decode(errors="replace"),
+                                          os.readlink(f"/proc/{pid}/ns/net"))
+                except OSError:
+                    pass
+
+    def folder(self) -> Path | None:
+        logs = list(self.out.glob("smoke/*/run.log"))
+        return logs[0].parent if logs else None
+
+    def phases(self) -> list[str]:
+        folder = self.folder()
+        if folder is None:
+            return []
+        return [line.split(" INFO ", 1)[1] for line in (folder / "run.log").read_text()
+                .splitlines() if " p4aqm.run INFO " in line]
+
+    def wait_for(self, phase: str) -> None:
+        """Samples the run's processes until run.log names `phase`."""
+        deadline = time.monotonic() + PHASE_TIMEOUT
+        while phase not in self.phases():
+            assert self.proc.poll() is None, (
+                f"the run ended ({self.proc.returncode}) before {phase!r}: {self.phases()}\n"
+                f"{self.stderr_path.read_text()[-3000:]}")
+            assert time.monotonic() < deadline, f"no {phase!r} in {PHASE_TIMEOUT:g} s"
+            self.sample()
+            time.sleep(0.02)
+
+    def wait_exit(self, hammer: signal.Signals | None = None) -> int:
+        """The exit status; hammer: that signal again every 50 ms until then."""
+        try:
+            return self.proc.wait(EXIT_TIMEOUT if hammer is None else 0.05)
+        except subprocess.TimeoutExpired:
+            pass
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        while self.proc.poll() is None:
+            assert time.monotonic() < deadline, f"still running {EXIT_TIMEOUT:g} s after the signal"
+            self.proc.send_signal(hammer)
+            time.sleep(0.05)
+        return self.proc.returncode
+
+    def left_running(self) -> dict[int, str]:
+        left = {}
+        for pid, seen in self.seen.items():
+            try:
+                if parent_and_start(pid)[1] == seen.start:
+                    left[pid] = seen.command
+            except (OSError, ValueError):
+                pass
+        return left
+
+    def close(self) -> None:
+        """Whatever a failed case left, ended by PID (through a pidfd opened before the
+        start time is checked, so never a reused PID)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        for pid in self.left_running():
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                if parent_and_start(pid)[1] == self.seen[pid].start:
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        self.stdout.close()
+        self.stderr.close()
+
+
+@pytest.fixture
+def experiment(can_run, tmp_path):
+    e = Experiment(tmp_path)
+    yield e
+    e.close()
+
+
+def assert_nothing_left(e: Experiment) -> None:
+    assert e.seen, "no process of the run was seen"
+    assert not e.left_running(), f"processes of the run still running: {e.left_running()}"
+    namespaces = {s.netns for s in e.seen.values()} - {os.readlink("/proc/self/ns/net")}
+    assert not netns_holders(namespaces), f"namespaces of the run held by {netns_holders(namespaces)}"
+    made = {name for name in root_interfaces() - e.interfaces_before
+            if INTERFACE.fullmatch(name)}
+    assert not made, f"interfaces of the run left in the root namespace: {made}"
+
+
+def assert_one_line(e: Experiment) -> re.Match:
+    stderr = e.stderr_path.read_text()
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines, "nothing on stderr"
+    match = LINE.fullmatch(lines[-1])
+    assert match, f"last line on stderr: {lines[-1]!r}"
+    return match
+
+
+@dataclass(frozen=True)
+class Moment:
+    phase: str              # the run.log line to wait for
+    delay: float            # s after it
+    first: signal.Signals
+    again: signal.Signals | None = None    # sent every 50 ms while the run cleans up
+    group: bool = False     # to the run's process group, as a terminal's Ctrl-C
+
+
+@pytest.mark.parametrize("moment", [
+    pytest.param(Moment("smoke (compiling the program)", 2.0, signal.SIGINT), id="compiling"),
+    pytest.param(Moment("run droptail (starting the topology)", 0.2, signal.SIGINT),
+                 id="topology-start"),
+    pytest.param(Moment("run droptail (starting the controller)", 0.0, signal.SIGTERM),
+                 id="controller-start-sigterm"),
+    # simple_switch_CLI, run as the queues are set, gets the terminal's SIGINT too.
+    pytest.param(Moment("run droptail (starting the controller)", 0.1, signal.SIGINT,
+                        group=True), id="controller-start-ctrl-c-to-the-group"),
+    pytest.param(Moment("run droptail (checking the delay)", 1.0, signal.SIGINT), id="ping"),
+    pytest.param(Moment("run droptail (traffic)", 2.0, signal.SIGINT), id="traffic"),
+    pytest.param(Moment("run droptail (traffic)", 3.0, signal.SIGTERM, again=signal.SIGINT),
+                 id="traffic-sigterm-then-ctrl-c-through-the-cleanup"),
+    # Past the controller's close (~30 ms), into Mininet's stop (~0.5 s).
+    pytest.param(Moment("run droptail (stopping)", 0.15, signal.SIGINT), id="teardown"),
+])
+def test_an_interrupted_run_says_so_in_one_line_and_leaves_nothing(experiment, moment):
+    e = experiment
+    e.wait_for(moment.phase)
+    deadline = time.monotonic() + moment.delay
+    while time.monotonic() < deadline:
+        e.sample()
+        time.sleep(0.02)
+    e.sample()
+    if moment.group:
+        os.killpg(e.proc.pid, moment.first)
+    else:
+        e.proc.send_signal(moment.first)
+    assert e.wait_exit(hammer=moment.again) == 128 + moment.first
+    match = assert_one_line(e)
+    assert match["where"] == moment.phase
+    assert match["rest"] == f"no run had finished (folder {e.folder()})"
+    assert_nothing_left(e)
+
+
+def test_between_runs_the_line_names_the_finished_run_and_the_command_finishes_the_rest(
+        experiment):
+    e = experiment
+    e.wait_for("run red_ecn (recording its configuration)")
+    e.sample()
+    e.proc.send_signal(signal.SIGTERM)
+    assert e.wait_exit() == 128 + signal.SIGTERM
+    match = assert_one_line(e)
+    folder = e.folder()
+    assert match["where"].startswith("run red_ecn ("), match["where"]
+    assert match["rest"] == (f"1 of 2 runs finished, in {folder} (resume with: "
+                             f"python -m experiments run smoke --resume {folder})")
+    assert_nothing_left(e)
+    # Resuming runs only the interrupted run.
+    resumed = subprocess.run([sys.executable, "-m", "experiments", "run", "smoke", "--resume",
+                              str(folder)], cwd=REPO, capture_output=True, text=True,
+                             timeout=PHASE_TIMEOUT)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "1 runs done, 1 to go" in resumed.stdout
+    assert (folder / "red_ecn" / "metrics.json").is_file()
