@@ -45,11 +45,13 @@ ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG),
               "aecn": Aecn(groups="sport:1024=fragile", **BIG)}
 
 
-def cases(quick: bool) -> list[Case]:
+def cases(quick: bool, peers: dict[str, tuple[str, ...]] | None = None) -> list[Case]:
     sizes = (64,) if quick else (64, 1500)
     out = []
     for size in sizes:
         out.append(Case(f"trivial-{size}B", "trivial", frame_bytes=size))
+        out += [Case(f"{name}-{size}B", name, frame_bytes=size, commands=commands)
+                for name, commands in (peers or {}).items()]
         out.append(Case(f"no_aqm-{size}B", "p4aqm", frame_bytes=size))
         for name, aqm in ALGORITHMS.items():
             out.append(Case(f"{name}-{size}B", "p4aqm", aqm, frame_bytes=size))
@@ -81,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the instruction counts (no CPU time, control plane, transport)")
     parser.add_argument("--compare", metavar="REV",
                         help="also count p4src/ of this git revision, side by side")
+    parser.add_argument("--peers", metavar="FOLDER", type=Path,
+                        help="other compiled programs to measure: NAME.json, NAME.p4info.txtpb, "
+                             "NAME.p4info.bin and NAME.commands (simple_switch_CLI) each")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("finsy").setLevel(logging.ERROR)
@@ -93,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     artifacts = {"p4aqm": compile_program(work / "p4aqm"),
                  "trivial": dataplane.compile_trivial(work / "trivial")}
     base = compile_revision(args.compare, work / "base") if args.compare else None
+    peers = load_peers(args.peers) if args.peers else {}
+    artifacts.update({name: Artifacts.in_folder(args.peers, name) for name in peers})
     bmv2 = str(toolchain.require("simple_switch_grpc"))
     doc = {"machine": machine(), "versions": tool_versions(),
            "bmv2": {"binary": bmv2, "logging_macros": dataplane.bmv2_logging_macros(bmv2),
@@ -101,12 +108,13 @@ def main(argv: list[str] | None = None) -> int:
                       "loss_free": dataplane.LOSS_FREE, "source": "tcpreplay --pps"}}
 
     if not args.instructions_only:
-        doc["dataplane"] = cpu_time(cases(args.quick), artifacts, work)
+        doc["dataplane"] = cpu_time(cases(args.quick, peers), artifacts, work)
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
-        doc["instructions"] = count_instructions(artifacts, work / "callgrind")
+        doc["instructions"] = count_instructions(cases(True, peers), artifacts,
+                                                 work / "callgrind")
         if base:
             doc["compare"] = {"revision": args.compare, "instructions": count_instructions(
-                {**artifacts, "p4aqm": base}, work / "callgrind-base")}
+                cases(True), {**artifacts, "p4aqm": base}, work / "callgrind-base")}
     else:
         console.print("[yellow]valgrind not found: no instruction counts (apt-get install valgrind)")
     if not args.instructions_only:
@@ -121,6 +129,22 @@ def main(argv: list[str] | None = None) -> int:
     print_tables(doc)
     console.print(f"JSON: {path}  ({doc['elapsed_s']:.0f} s)")
     return 0
+
+
+def load_peers(folder: Path) -> dict[str, tuple[str, ...]]:
+    """Each peer's runtime commands, by name; every peer must be compiled (JSON, P4Info)."""
+    peers = {}
+    for commands in sorted(folder.glob("*.commands")):
+        name = commands.stem
+        if name in ("trivial", "p4aqm") or not Artifacts.in_folder(folder, name).exist():
+            raise SystemExit(f"--peers {folder}: {name} needs {name}.json, {name}.p4info.txtpb "
+                             f"and {name}.p4info.bin beside {commands.name} (and another name "
+                             "than trivial or p4aqm)")
+        lines = [line.split("//")[0].strip() for line in commands.read_text().splitlines()]
+        peers[name] = tuple(line for line in lines if line and not line.startswith("#"))
+    if not peers:
+        raise SystemExit(f"--peers {folder}: no NAME.commands there")
+    return peers
 
 
 def compile_revision(revision: str, folder: Path) -> Artifacts:
@@ -154,9 +178,10 @@ def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path)
     return results
 
 
-def count_instructions(artifacts: dict[str, Artifacts], work: Path) -> dict[str, dict]:
+def count_instructions(all_cases: list[Case], artifacts: dict[str, Artifacts],
+                       work: Path) -> dict[str, dict]:
     counted = {}
-    for case in cases(True):
+    for case in all_cases:
         counted[case.name] = instructions.measure(
             case.name, work, (1, 2), dataplane.frames(case) * instructions.PACKETS,
             lambda bed, case=case: dataplane.program_switch(bed, case, artifacts))
@@ -204,7 +229,7 @@ def print_instructions(doc: dict) -> None:
         table.add_column(column, justify="right")
     for name, r in doc["instructions"].items():
         row = [name, f"{r['instructions_per_packet']:.0f}", f"{r['ratio_to_trivial']:.2f}"]
-        if compare:
+        if compare and name in compare["instructions"]:
             b = compare["instructions"][name]
             change = r["instructions_per_packet"] / b["instructions_per_packet"] - 1
             row += [f"{b['instructions_per_packet']:.0f}", f"{b['ratio_to_trivial']:.2f}",

@@ -41,12 +41,14 @@ SRC_MAC, DST_MAC, GW_MAC = "02:00:00:00:01:01", "02:00:00:00:02:02", "02:00:00:0
 @dataclass(frozen=True)
 class Case:
     name: str
-    program: str                   # "p4aqm" or "trivial"
+    program: str                   # "p4aqm", "trivial", or a peer's name (its artifacts' key)
     aqm: Aqm | None = None         # None with p4aqm: no aqm_config entry (AQM disabled)
     frame_bytes: int = 64
     egress_ports: int = 1
     flows: int = 1
     tcp_timestamps: bool = False   # TCP segments with timestamps (the RTT tracker's input)
+    # A peer program's runtime commands (simple_switch_CLI), written after the push.
+    commands: tuple[str, ...] = ()
 
 
 def frames(case: Case) -> list[bytes]:
@@ -103,12 +105,16 @@ def source_ceiling(workdir: Path, pcap: Path) -> float:
 
 async def program_switch(bed: Testbed, case: Case, artifacts: dict[str, Artifacts]) -> None:
     address = bed.switch.config.grpc_address
-    if case.program == "trivial":
-        options = fy.SwitchOptions(p4info=artifacts["trivial"].p4info_txt, device_id=0,
-                                   p4blob=artifacts["trivial"].bmv2_json, p4force=True)
-        async with fy.Switch("trivial", address, options) as sw:
-            await sw.write([+fy.P4TableEntry("port_forward", match=fy.Match(ingress_port=1),
-                                             action=fy.Action("forward", port=2))])
+    if case.program != "p4aqm":
+        program = artifacts[case.program]
+        options = fy.SwitchOptions(p4info=program.p4info_txt, device_id=0,
+                                   p4blob=program.bmv2_json, p4force=True)
+        async with fy.Switch(case.program, address, options) as sw:
+            if case.program == "trivial":
+                await sw.write([+fy.P4TableEntry("port_forward", match=fy.Match(ingress_port=1),
+                                                 action=fy.Action("forward", port=2))])
+        if case.commands:
+            bed.switch.runtime_cli(list(case.commands))
         return
     async with AqmSwitch(address, artifacts["p4aqm"], bed.ports) as sw:
         for port in bed.ports[1:]:

@@ -44,7 +44,8 @@ def port_seed(run_seed: int, port: int) -> int:
 @dataclass(frozen=True, kw_only=True)
 class NoAqm:
     """No AQM: the port has no aqm_config entry and takes the program's default, which
-    forwards without counting, marking or telemetry (only BMv2's own queue limits it)."""
+    forwards without marking, dropping or telemetry (only BMv2's own queue limits it); the
+    port's `enqueued` and `seen` counters still count."""
 
     action: ClassVar[str] = "none"
     family: ClassVar[str] = ""
@@ -120,6 +121,9 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 # The word for an optional field's derived value (BLUE's threshold, PI's qref, a capacity).
 _AUTO = {"auto"}
 PORT_FIELDS = ("link_pps", "seed", "bmv2_random", "telemetry_interval")
+# Longer whole numbers are refused before int() (which refuses 4 300 digits with an error
+# of its own): no parameter needs more than 64 bits.
+NUMBER_DIGITS = 24
 
 
 def shown_input(text: str) -> str:
@@ -147,6 +151,8 @@ def parse_value(name: str, kind: str, text: str) -> object:
     if kind.startswith("int"):
         if not _INTEGER.fullmatch(text):
             raise fail("a whole number" + (f" or {'/'.join(sorted(words))}" if optional else ""))
+        if len(text) > NUMBER_DIGITS:
+            raise fail(f"a number of at most {NUMBER_DIGITS} digits")
         return int(text)
     if not _DECIMAL.fullmatch(text):
         raise fail("a decimal number" + (f" or {'/'.join(sorted(words))}" if optional else ""))

@@ -20,7 +20,8 @@ from rich.live import Live
 from rich.table import Table
 
 from control_plane import toolchain
-from control_plane.aqm import ALGORITHMS, ConfigError, NoAqm, PortConfig, parse_value
+from control_plane.aqm import (ALGORITHMS, ConfigError, NoAqm, PortConfig, parse_value,
+                               shown_input)
 from control_plane.api import ApiClient, ApiError, default_socket, serve
 from control_plane.config_file import load_controller
 from control_plane.dataplane import MAX_DATA_PORT
@@ -80,7 +81,7 @@ class Number(click.ParamType):
         except ConfigError as err:
             self.fail(str(err), param, ctx)
         if not self.low <= number <= self.high:
-            self.fail(f"{name} must be in [{self.low:g}, {self.high:g}], got {number:g}",
+            self.fail(f"{name} must be in [{self.low:g}, {self.high:g}], got {number}",
                       param, ctx)
         return number
 
@@ -156,7 +157,7 @@ def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
         stopping.cancel()
         failure = None
         if ctl.session.done():
-            err = ctl.session.exception()
+            err = None if ctl.session.cancelled() else ctl.session.exception()
             failure = str(err) if isinstance(err, DeviceIdMismatch) else \
                 f"the switch session ended: {type(err).__name__}: {err}"
         await runner.cleanup()
@@ -180,15 +181,14 @@ def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
             continue
         params = " ".join(f"{k}={shown(v)}" for k, v in info["params"].items())
         c, t, loop, queue = info["counters"], info["telemetry"], info["loop"], info["queue"]
-        counted = c is not None and info["algorithm"] != NoAqm.action
+        counted = c is not None
         table.add_row(
             str(port), info["algorithm"], params,
             f"{loop['kind']} {loop['interval']}s" if loop else "-",
             f"{queue['rate_pps']}/s, {queue['depth']}" if queue else "-",
             "?" if info["enqueued"] is None else str(info["enqueued"]),
             f"{c['seen_packets']}" if counted else "-",
-            f"{info['enqueued'] - c['seen_packets']}" if counted and info["enqueued"] is not None
-            else "-",
+            "-" if info["lost_in_queue"] is None else str(info["lost_in_queue"]),
             f"{c['marks_incipient']}/{c['marks_ce']}" if counted else "-",
             f"{c['prob_drops']}/{c['forced_drops']}/{c['overflow_drops']}" if counted else "-",
             average(t),
@@ -288,12 +288,12 @@ def set_cmd(ctx: click.Context, port: int, settings: tuple[str, ...]) -> None:
         key, eq, value = item.partition("=")
         if eq and key and value:
             if key in values:
-                fail(f"{key} is given twice")
+                fail(f"{shown_input(key)} is given twice")
             values[key] = value
         elif i == 0 and not eq and item not in PARAMETERS:
             algorithm = item
         else:
-            fail(f"malformed setting {item!r}: use name=value")
+            fail(f"malformed setting {shown_input(item)}: use name=value")
     result = call(ctx, "POST", f"/ports/{port}", {"algorithm": algorithm, "values": values})
     params = " ".join(f"{k}={shown(v)}" for k, v in result["params"].items())
     click.echo(f"port {port}: {result['algorithm']} {params}")

@@ -30,7 +30,7 @@ def toml_text(value) -> str:
 def load_controller(path: Path) -> Controller:
     try:
         spec = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+    except (OSError, ValueError) as err:     # TOMLDecodeError and UnicodeDecodeError too
         raise ConfigError(f"{path}: {err}") from None
     try:
         return _controller(path, spec)
@@ -80,13 +80,14 @@ def _controller(path: Path, spec: dict) -> Controller:
     for entry in _tables(spec, "l2"):
         if set(entry) != {"mac", "port"}:
             raise ConfigError("an [[l2]] needs exactly mac and port")
-        mac = check_l2(entry["mac"], _number("l2 port", entry["port"], "int"), ports)
+        port = _number("l2 port", entry["port"], "int")
+        mac = check_l2(entry["mac"], port, ports)
         if mac in l2:
             raise ConfigError(f"{mac} has two [[l2]] entries")
-        l2[mac] = _number("l2 port", entry["port"], "int")
+        l2[mac] = port
     device_id = _number("device_id", spec.get("device_id", 0), "int")
-    if device_id < 0:
-        raise ConfigError(f"device_id must be >= 0, got {device_id}")
+    if not 0 <= device_id < 1 << 64:
+        raise ConfigError(f"device_id must be in [0, 2^64), got {device_id}")
     return Controller(_text("switch", spec["switch"]), artifacts, ports, routes, device_id,
                       queues=_queues(spec), l2=l2)
 
@@ -139,7 +140,9 @@ def _queues(spec: dict) -> QueueControl | None:
     host, sep, port = _text("thrift", spec.get("thrift", "127.0.0.1:9090")).rpartition(":")
     if not sep or not host:
         raise ConfigError(f"thrift must be host:port, got {shown_input(spec['thrift'])}")
+    number = _number("thrift port", port, "int")
+    if not 1 <= number <= 65535:
+        raise ConfigError(f"thrift port must be in [1, 65535], got {number}")
     netns = spec.get("netns")
     enter = ("ip", "netns", "exec", _text("netns", netns)) if netns is not None else ()
-    return QueueControl(thrift_ip=host, thrift_port=_number("thrift port", port, "int"),
-                        enter_netns=enter)
+    return QueueControl(thrift_ip=host, thrift_port=number, enter_netns=enter)

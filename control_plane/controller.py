@@ -110,6 +110,12 @@ class PortView:
     group_counters: dict[str, list[int]] | None = None   # AECN: marks and drops per group
     loop_ticks: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
     queue_depth: int | None = None  # BMv2's queue capacity, packets (None: the AQM's limit)
+    def lost_in_queue(self) -> int | None:
+        """Handed to the queue but not (yet) seen by egress: BMv2's drops at a full queue,
+        plus what is queued now (None before a counter read)."""
+        if self.enqueued is None or not self.counters:
+            return None
+        return self.enqueued - self.counters.seen_packets
 
     def queue(self) -> tuple[int, int]:
         """The port's queue as BMv2 takes it: (rate in whole packets/s, depth in packets).
@@ -185,9 +191,13 @@ class Controller:
         self.connections = 0
         self.ingress_drops: dict[str, int] | None = None
         self.switch.sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
-        for mac, port in list(self.l2.items()):
-            self.l2.pop(mac)
-            self.l2[check_l2(mac, port, self.ports)] = port
+        l2 = {}
+        for mac, port in self.l2.items():
+            normal = check_l2(mac, port, self.ports)
+            if normal in l2:
+                raise ConfigError(f"{normal} has two L2 entries")
+            l2[normal] = port
+        self.l2 = l2
 
     # ----- lifecycle ------------------------------------------------------------------
 
@@ -441,6 +451,7 @@ class Controller:
                 "queue": None if self.queues is None else dict(zip(("rate_pps", "depth"),
                                                                    view.queue())),
                 "enqueued": view.enqueued,
+                "lost_in_queue": view.lost_in_queue(),
                 "counters": vars(view.counters) if view.counters else None,
                 "groups": view.group_counters,
                 "telemetry": None if rec is None else {

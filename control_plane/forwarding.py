@@ -54,7 +54,7 @@ def _ipv4_header(frame: bytes) -> bytes | None:
     return ip[:4 * (ip[0] & 0xF)]
 
 
-def _mac(text: str) -> bytes:
+def mac_bytes(text: str) -> bytes:
     return bytes.fromhex(text.replace(":", ""))
 
 
@@ -93,7 +93,7 @@ def forward(frame: bytes, routes: list[Route], l2: dict[str, int]) -> Forwarded:
     total = (total & 0xFFFF) + (total >> 16)
     total = (total & 0xFFFF) + (total >> 16)
     out = bytearray(frame)
-    out[0:6], out[6:12] = _mac(route.dst_mac), _mac(route.src_mac)
+    out[0:6], out[6:12] = mac_bytes(route.dst_mac), mac_bytes(route.src_mac)
     out[ETHERNET_BYTES + 8] = ttl - 1
     out[ETHERNET_BYTES + 10:ETHERNET_BYTES + 12] = (~total & 0xFFFF).to_bytes(2, "big")
     return Forwarded(port=route.port, frame=bytes(out))

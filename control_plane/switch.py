@@ -98,6 +98,7 @@ class AqmSwitch:
         switch is away (finsy's own run() waits 10 s after a session shorter than 2 s, and
         gRPC's back-off grows to 15 s: a switch that flaps would be left unconfigured).
         Raises DeviceIdMismatch if the switch has another device id."""
+        probed = False
         while True:
             self._handled = self._channel_up = False
             self._down.clear()
@@ -105,14 +106,25 @@ class AqmSwitch:
                 async with self.sw:
                     if self.sw.is_up:
                         await self._down.wait()
-            except (Exception, SwitchFailFastError) as err:
+            except (Exception, SwitchFailFastError, asyncio.CancelledError) as err:
+                # finsy cancels its session task when the switch dies mid-push, and that
+                # surfaces here as CancelledError: only our own cancellation ends the loop.
+                if isinstance(err, asyncio.CancelledError) and \
+                        asyncio.current_task().cancelling():
+                    raise
+                # finsy leaves the failed attempt's CHANNEL_READY waiter registered.
+                self.sw.ee.remove_all_listeners(fy.SwitchEvent.CHANNEL_READY)
                 # A session that failed before our handler ran failed in the pipeline push:
-                # BMv2 refuses it from a client with the wrong device id.
-                if self._channel_up and not self._handled:
+                # BMv2 refuses it from a client with the wrong device id (asked once until
+                # a session works: the switch may also have died in the push).
+                if self._channel_up and not self._handled and not probed:
+                    probed = True
                     other = await self._probe_device_id()
                     if other is not None:
                         raise DeviceIdMismatch(self.address, self.device_id, other) from None
-                LOG.debug("session with %s ended: %s", self.address, err)
+                LOG.debug("session with %s ended: %r", self.address, err)
+            if self._handled:
+                probed = False
             await asyncio.sleep(RECONNECT_PAUSE)
 
     def _on_channel_up(self, *_args) -> None:

@@ -6,14 +6,10 @@ from __future__ import annotations
 import random
 import struct
 
-from control_plane.forwarding import ETHERNET_BYTES, Route, csum16
+from control_plane.forwarding import ETHERNET_BYTES, Route, csum16, mac_bytes
 from traffic import HOSTS
 
 ROUTES = [Route(f"{h.ip}/32", port, h.gateway_mac, h.mac) for port, h in HOSTS.items()]
-
-
-def _mac(text: str) -> bytes:
-    return bytes.fromhex(text.replace(":", ""))
 
 
 def ipv4_frame(*, ip_id: int = 1, ttl: int = 64, tos: int = 2, protocol: int = 17,
@@ -31,7 +27,7 @@ def ipv4_frame(*, ip_id: int = 1, ttl: int = 64, tos: int = 2, protocol: int = 1
     header += options
     value = csum16(header) if checksum is None else checksum
     header = header[:10] + struct.pack("!H", value) + header[12:]
-    return _mac(s.gateway_mac) + _mac(s.mac) + b"\x08\x00" + header + payload
+    return mac_bytes(s.gateway_mac) + mac_bytes(s.mac) + b"\x08\x00" + header + payload
 
 
 def udp_payload(length: int = 24) -> bytes:
@@ -47,10 +43,14 @@ def with_checksum(frame: bytes) -> bytes:
     return frame[:start + 10] + struct.pack("!H", csum16(header)) + frame[start + 12:]
 
 
-def corpus(seed: int, count: int) -> list[bytes]:
-    """Seeded frames, most of them broken in one way: a flipped header byte (checksum
-    left or repaired), a random total length or IHL, a cut or padded frame, TTL 0-2, an
-    unknown destination, options, fragments, a cut UDP header."""
+KINDS = ("header-byte", "header-byte-repaired", "total-length", "cut", "padding", "ihl",
+         "unknown-destination", "cut-udp", "option-byte", "as-built")
+
+
+def corpus(seed: int, count: int) -> list[tuple[str, bytes]]:
+    """Seeded (kind, frame) pairs, most of them broken in one way: a flipped header or option byte
+    (checksum left or repaired), a random total length or IHL, a cut or padded frame,
+    TTL 0-2, an unknown destination, options, fragments, a cut UDP header."""
     rng = random.Random(seed)
     frames = []
     for i in range(count):
@@ -59,7 +59,7 @@ def corpus(seed: int, count: int) -> list[bytes]:
                           frag_offset=rng.choice([0, 0, 0, 185]), ttl=rng.choice([64, 64, 2, 1, 0]))
         frame = bytearray(base)
         ip = ETHERNET_BYTES
-        kind = rng.randrange(9)
+        kind = rng.randrange(len(KINDS))
         if kind == 0:                                    # one header byte, checksum left
             frame[ip + rng.randrange(20)] ^= 1 << rng.randrange(8)
         elif kind == 1:                                  # one header byte, checksum repaired
@@ -85,5 +85,29 @@ def corpus(seed: int, count: int) -> list[bytes]:
             frame = frame[:ip + header + rng.randrange(8)]
             frame[ip + 2:ip + 4] = struct.pack("!H", len(frame) - ip)
             frame = bytearray(with_checksum(bytes(frame)))
-        frames.append(bytes(frame))
+        elif kind == 8:                                  # one option byte, checksum left
+            if not options:
+                kind = len(KINDS) - 1
+            else:
+                frame[ip + 20 + rng.randrange(len(options))] ^= 1 << rng.randrange(8)
+        frames.append((KINDS[kind], bytes(frame)))
     return frames
+
+
+def checksum_without_options(options: bytes) -> bytes:
+    """A frame with options whose checksum covers only the first 20 header bytes."""
+    frame = ipv4_frame(options=options)
+    base = frame[ETHERNET_BYTES:ETHERNET_BYTES + 10] + b"\0\0" + \
+        frame[ETHERNET_BYTES + 12:ETHERNET_BYTES + 20]
+    return frame[:ETHERNET_BYTES + 10] + struct.pack("!H", csum16(base)) + \
+        frame[ETHERNET_BYTES + 12:]
+
+
+def zero_checksum_frames() -> tuple[bytes, bytes]:
+    """A header whose right checksum is 0x0000, with it and with 0xffff, the other
+    one's-complement zero, which BMv2's verify_checksum (computed == field) refuses. An
+    id equal to the id-0 header's checksum makes the words sum to 0xffff."""
+    ip_id = struct.unpack("!H", ipv4_frame(ip_id=0)[ETHERNET_BYTES + 10:ETHERNET_BYTES + 12])[0]
+    right = ipv4_frame(ip_id=ip_id)
+    assert right[ETHERNET_BYTES + 10:ETHERNET_BYTES + 12] == b"\0\0"
+    return right, right[:ETHERNET_BYTES + 10] + b"\xff\xff" + right[ETHERNET_BYTES + 12:]

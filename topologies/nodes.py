@@ -180,14 +180,22 @@ class RunNet(Mininet):
     def addHost(self, name: str, cls=None, **params) -> Node:
         with GUARD.deferred():
             node = super().addHost(name, cls=cls, **params)
-            self.namespaces.add(netns_of(node.pid))
+            self._record(node)
         return node
 
     def addSwitch(self, name: str, cls=None, **params) -> Switch:
         with GUARD.deferred():
             node = super().addSwitch(name, cls=cls, **params)
-            self.namespaces.add(netns_of(node.pid))
+            self._record(node)
         return node
+
+    def _record(self, node: Node) -> None:
+        """The node's namespace, to be emptied at the end: never ours (a node left in the
+        root namespace would have every process of the machine ended)."""
+        namespace = netns_of(node.pid)
+        if namespace == netns_of(os.getpid()):
+            raise RuntimeError(f"{node.name} is not in a network namespace of its own")
+        self.namespaces.add(namespace)
 
     def addLink(self, node1, node2, port1=None, port2=None, cls=None, **params) -> Link:
         with GUARD.deferred():
