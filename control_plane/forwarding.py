@@ -2,7 +2,7 @@
 
 `forward()` takes a frame as it arrives and returns what the switch does with it: the
 ingress drop reason, or the port and the frame that leaves it when the port runs no AQM
-(MAC rewrite, TTL - 1 and the incrementally updated checksum of ipv4_checksum.p4). The
+(MAC rewrite, TTL - 1 and the checksum recomputed by ipv4_checksum.p4). The
 conformance suite sends frames built byte by byte and compares the switch with it.
 """
 
@@ -86,14 +86,12 @@ def forward(frame: bytes, routes: list[Route], l2: dict[str, int]) -> Forwarded:
     if not matching:
         return Forwarded(IngressDrop.NO_ROUTE)
     route = max(matching, key=lambda r: ipaddress.IPv4Network(r.prefix).prefixlen)
-    # RFC 1624 eqn. 3 over the TTL/protocol word, as ipv4_checksum.p4 does.
-    old_word = int.from_bytes(header[8:10], "big")
-    new_word = old_word - 0x100
-    total = (~checksum & 0xFFFF) + (~old_word & 0xFFFF) + new_word
-    total = (total & 0xFFFF) + (total >> 16)
-    total = (total & 0xFFFF) + (total >> 16)
     out = bytearray(frame)
     out[0:6], out[6:12] = mac_bytes(route.dst_mac), mac_bytes(route.src_mac)
     out[ETHERNET_BYTES + 8] = ttl - 1
-    out[ETHERNET_BYTES + 10:ETHERNET_BYTES + 12] = (~total & 0xFFFF).to_bytes(2, "big")
+    # UpdateIpv4Checksum (ipv4_checksum.p4) recomputes it over the header as it leaves.
+    end = ETHERNET_BYTES + len(header)
+    out[ETHERNET_BYTES + 10:ETHERNET_BYTES + 12] = csum16(
+        bytes(out[ETHERNET_BYTES:ETHERNET_BYTES + 10]) + bytes(out[ETHERNET_BYTES + 12:end])
+    ).to_bytes(2, "big")
     return Forwarded(port=route.port, frame=bytes(out))

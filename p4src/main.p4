@@ -35,7 +35,6 @@ control EgressPipe(inout headers_t hdr,
     Verdict() verdict;
     TelemetryExport() telemetry_export;
     TelemetryFormat() telemetry_format;
-    Ipv4Checksum() ipv4_checksum;
 
     apply {
         if (std_meta.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
@@ -53,7 +52,6 @@ control EgressPipe(inout headers_t hdr,
             if (meta.aqm.common.isValid()) {
                 telemetry_export.apply(meta.port_index, fresh, std_meta, meta.rec);
             }
-            ipv4_checksum.apply(hdr, meta.csum);
         }
     }
 }
@@ -62,5 +60,5 @@ V1Switch(PacketParser(),
          VerifyIpv4Checksum(),
          IngressPipe(),
          EgressPipe(),
-         NoChecksum(),
+         UpdateIpv4Checksum(),
          PacketDeparser()) main;

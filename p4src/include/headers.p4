@@ -100,11 +100,6 @@ struct headers_t {
 }
 
 // The header words the incremental checksum update needs (RFC 1624), saved by the parser.
-struct checksum_meta_t {
-    bit<16> word_tos;   // version, ihl, dscp, ecn as received
-    bit<16> word_ttl;   // ttl, protocol as received
-}
-
 #include "aqm_types.p4"
 // The algorithms: parameters, aqm_config action(s) and control of each (after the packet's
 // headers, which their controls read).
@@ -139,7 +134,6 @@ struct local_metadata_t {
     bit<32>         arr_seq;    // ingress: packets handed to the egress port's queue so far
     bit<32>         rtt_us;     // ingress: the flow's RTT (rtt_tracker.p4), 0 if not measured
     bit<32>         group_index;  // egress: port * 4 + the packet's group (verdict.p4)
-    checksum_meta_t csum;
     aqm_params_t    aqm;
     aqm_record_t    rec;
 }

@@ -24,8 +24,6 @@ parser PacketParser(packet_in packet,
         packet.extract(hdr.ipv4);
         verify(hdr.ipv4.version == 4, error.IPv4BadVersion);
         verify(hdr.ipv4.ihl >= 5, error.IPv4HeaderTooShort);
-        meta.csum.word_tos = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
-        meta.csum.word_ttl = hdr.ipv4.ttl ++ hdr.ipv4.protocol;
         transition select(hdr.ipv4.ihl) {
             5: parse_l4;
             default: parse_ipv4_options;
@@ -82,25 +80,6 @@ control PacketDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.tcp_ts);
         packet.emit(hdr.udp);
     }
-}
-
-// RFC 1812 5.2.2: a router discards a packet whose IPv4 header checksum (options
-// included) is wrong; ingress drops it under its own reason (std_meta.checksum_error).
-control VerifyIpv4Checksum(inout headers_t hdr, inout local_metadata_t meta) {
-    apply {
-        verify_checksum(hdr.ipv4.isValid(),
-                        { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
-                          hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
-                          hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
-                          hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4_options.options },
-                        hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-    }
-}
-
-// The checksum is updated incrementally in egress (ipv4_checksum.p4), over the two words
-// the program may change: cheaper than BMv2 recomputing it over the whole header.
-control NoChecksum(inout headers_t hdr, inout local_metadata_t meta) {
-    apply { }
 }
 
 #endif
