@@ -32,13 +32,14 @@ control Verdict(in bit<32> index,
     counter(PORT_SLOTS * 4, CounterType.packets) group_drops;
 
     apply {
+        // A port without AQM is only counted: everything else here is its AQM's.
         seen.count(index);
-        rec.ecn_in = (bit<8>)ecn;
-        rec.outcome = OUTCOME_PASS;
-        bool forced = rec.region == REGION_FORCED;
-        bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
-                         || (c.ecn_mode == ECN_MODE_MARK && !forced);
         if (c.isValid()) {
+            rec.ecn_in = (bit<8>)ecn;
+            rec.outcome = OUTCOME_PASS;
+            bool forced = rec.region == REGION_FORCED;
+            bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
+                             || (c.ecn_mode == ECN_MODE_MARK && !forced);
             if (fire || forced) {
                 if (ecn_marks && ecn != ECN_NOT_ECT) {
                     rec.outcome = OUTCOME_MARK;
@@ -52,42 +53,42 @@ control Verdict(in bit<32> index,
                     && (bit<32>)std_meta.enq_qdepth >= c.limit) {
                 rec.outcome = OUTCOME_OVERFLOW_DROP;
             }
-        }
 
-        if (rec.outcome == OUTCOME_MARK) {
-            group_marks.count(group_index);
-            bit<2> level = c.level_b;
-            if (rec.region == REGION_A) {
-                level = c.level_a;
-            }
-            if (level == ECN_CE) {
-                hdr.ipv4.ecn = ECN_CE;
-                marks_ce.count(index);
-            } else {
-                if (ecn == ECN_ECT0) {
-                    hdr.ipv4.ecn = level;
+            if (rec.outcome == OUTCOME_MARK) {
+                group_marks.count(group_index);
+                bit<2> level = c.level_b;
+                if (rec.region == REGION_A) {
+                    level = c.level_a;
                 }
-                marks_incipient.count(index);
+                if (level == ECN_CE) {
+                    hdr.ipv4.ecn = ECN_CE;
+                    marks_ce.count(index);
+                } else {
+                    if (ecn == ECN_ECT0) {
+                        hdr.ipv4.ecn = level;
+                    }
+                    marks_incipient.count(index);
+                }
+            } else if (rec.outcome != OUTCOME_PASS) {
+                mark_to_drop(std_meta);
+                group_drops.count(group_index);
+                if (rec.outcome == OUTCOME_PROB_DROP) {
+                    prob_drops.count(index);
+                } else if (rec.outcome == OUTCOME_FORCED_DROP) {
+                    forced_drops.count(index);
+                } else {
+                    overflow_drops.count(index);
+                }
+                if (ecn_marks && ecn == ECN_NOT_ECT
+                        && rec.outcome != OUTCOME_OVERFLOW_DROP) {
+                    notect_drops.count(index);
+                }
             }
-        } else if (rec.outcome != OUTCOME_PASS) {
-            mark_to_drop(std_meta);
-            group_drops.count(group_index);
-            if (rec.outcome == OUTCOME_PROB_DROP) {
-                prob_drops.count(index);
-            } else if (rec.outcome == OUTCOME_FORCED_DROP) {
-                forced_drops.count(index);
-            } else {
-                overflow_drops.count(index);
-            }
-            if (ecn_marks && ecn == ECN_NOT_ECT
-                    && rec.outcome != OUTCOME_OVERFLOW_DROP) {
-                notect_drops.count(index);
-            }
-        }
 
-        rec.ecn_out = rec.ecn_in;
-        if (hdr.ipv4.isValid()) {
-            rec.ecn_out = (bit<8>)hdr.ipv4.ecn;
+            rec.ecn_out = rec.ecn_in;
+            if (hdr.ipv4.isValid()) {
+                rec.ecn_out = (bit<8>)hdr.ipv4.ecn;
+            }
         }
     }
 }
