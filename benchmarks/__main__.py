@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import control, dataplane, instructions, transport
+from benchmarks import control, dataplane, instructions, profile, transport
 from benchmarks.dataplane import Case
 from control_plane import toolchain
 from control_plane.aqm import Aecn, Blue, DropTail, Ecnm, Mecn, Newque, Pi, Red, RedEcn, Rem
@@ -125,6 +125,16 @@ def main(argv: list[str] | None = None) -> int:
                 cases(True), {**artifacts, "p4aqm": base}, work / "callgrind-base")}
     else:
         console.print("[yellow]valgrind not found: no instruction counts (apt-get install valgrind)")
+    traced = tracing_binary(bmv2)
+    if traced:
+        doc["profile"] = {"binary": str(traced), "packets": profile.PACKETS - profile.WARM_UP,
+                          "cases": {case.name: profile.measure(
+                              case.name, work / "profile", traced, dataplane.frames(case),
+                              lambda bed, case=case: dataplane.program_switch(bed, case,
+                                                                              artifacts))
+                              for case in cases(True, peers)}}
+    else:
+        console.print("[yellow]no BMv2 with logging macros: no trace profile")
     if not args.instructions_only:
         doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
         doc["transport"] = transport.run(work, 5.0 if args.quick else 15.0)
@@ -137,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     print_tables(doc)
     console.print(f"JSON: {path}  ({doc['elapsed_s']:.0f} s)")
     return 0
+
+
+def tracing_binary(bmv2: str) -> Path | None:
+    """A simple_switch_grpc that writes a trace: the benchmark's own, else the default
+    build's (the benchmark often runs one without logging macros)."""
+    for candidate in (Path(bmv2), toolchain.DEFAULT_BIN / "simple_switch_grpc"):
+        if candidate.is_file() and dataplane.bmv2_logging_macros(str(candidate)):
+            return candidate
+    return None
 
 
 def load_peers(folder: Path) -> dict[str, tuple[str, ...]]:
@@ -209,6 +228,8 @@ def print_tables(doc: dict) -> None:
         print_dataplane(doc)
     if "instructions" in doc:
         print_instructions(doc)
+    if "profile" in doc:
+        print_profile(doc)
     if "control" in doc:
         print_control(doc)
 
@@ -246,6 +267,18 @@ def print_instructions(doc: dict) -> None:
             row += [f"{b['instructions_per_packet']:.0f}", f"{b['ratio_to_trivial']:.2f}",
                     f"{100 * change:+.1f} %"]
         table.add_row(*row)
+    console.print(table)
+
+
+def print_profile(doc: dict) -> None:
+    p = doc["profile"]
+    table = Table(title=f"Per packet, from BMv2's trace ({p['packets']} packets, 64 B): the "
+                        "pipeline's shape")
+    table.add_column("case", justify="right")
+    for kind in profile.KINDS:
+        table.add_column(kind.replace("_", " "), justify="right")
+    for name, counts in p["cases"].items():
+        table.add_row(name, *[f"{counts[kind]:.1f}" for kind in profile.KINDS])
     console.print(table)
 
 

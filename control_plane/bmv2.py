@@ -42,6 +42,9 @@ class Bmv2Config:
     priority_queues: int = 1
     # A program the switch runs under (e.g. valgrind for the instruction-count benchmark).
     wrapper: tuple[str, ...] = ()
+    # Another simple_switch_grpc than the toolchain's (the benchmark's trace profile needs
+    # one with logging macros).
+    binary: Path | None = None
 
     @property
     def grpc_socket(self) -> Path:
@@ -63,7 +66,7 @@ class Bmv2Config:
     def command(self) -> list[str]:
         if self.log_level not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {LOG_LEVELS}, got {self.log_level!r}")
-        cmd = [str(toolchain.require("simple_switch_grpc")), "--no-p4",
+        cmd = [str(self.binary or toolchain.require("simple_switch_grpc")), "--no-p4",
                "--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port),
                "--notifications-addr", f"ipc://{self.workdir / 'notifications.ipc'}",
                "--log-level", self.log_level]

@@ -17,6 +17,7 @@ class Testbed:
     ports: tuple[int, ...] = (1, 2)
     log_level: str = "warn"
     wrapper: tuple[str, ...] = ()
+    binary: Path | None = None
     ready_timeout: float = 15.0
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
     switch_ns: NetNS | None = field(default=None, init=False)
@@ -37,6 +38,7 @@ class Testbed:
             self.switch = Bmv2Switch(Bmv2Config(
                 enter_netns=("ip", "netns", "exec", self.switch_ns.name),
                 workdir=self.workdir, log_level=self.log_level, wrapper=self.wrapper,
+                binary=self.binary,
                 interfaces={port: self.iface("s", port) for port in self.ports}))
             self.switch.start(self.ready_timeout)
         except BaseException:
