@@ -106,33 +106,32 @@ def main(argv: list[str] | None = None) -> int:
     artifacts = {"p4aqm": compile_program(work / "p4aqm"),
                  "trivial": dataplane.compile_trivial(work / "trivial")}
     base = compile_revision(args.compare, work / "base") if args.compare else None
-    peers = load_peers(args.peers) if args.peers else {}
-    artifacts.update({name: Artifacts.in_folder(args.peers, name) for name in peers})
+    peers = load_peers(args.peers, artifacts) if args.peers else {}
     bmv2 = str(toolchain.require("simple_switch_grpc"))
+    macros = dataplane.bmv2_logging_macros(bmv2)
     doc = {"machine": machine(), "versions": tool_versions(),
-           "bmv2": {"binary": bmv2, "logging_macros": dataplane.bmv2_logging_macros(bmv2),
-                    "log_level": "off"},
+           "bmv2": {"binary": bmv2, "logging_macros": macros, "log_level": "off"},
            "method": {"trial_seconds": dataplane.TRIAL_SECONDS,
                       "loss_free": dataplane.LOSS_FREE, "source": "tcpreplay --pps"}}
 
     if not args.instructions_only:
-        doc["dataplane"] = cpu_time(cases(args.quick, peers), artifacts, work)
+        probe = dataplane.make_pcap(work, Case("probe", "trivial"))
+        doc["source_ceiling_pps"] = dataplane.source_ceiling(work, probe)
+        console.print(f"traffic source ceiling: {doc['source_ceiling_pps']:.0f} packets/s")
+        doc["dataplane"] = cpu_time(cases(args.quick, peers), artifacts, work,
+                                    doc["source_ceiling_pps"])
+    quick = cases(True, peers)
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
-        doc["instructions"] = count_instructions(cases(True, peers), artifacts,
-                                                 work / "callgrind")
+        doc["instructions"] = count_instructions(quick, artifacts, work / "callgrind")
         if base:
             doc["compare"] = {"revision": args.compare, "instructions": count_instructions(
                 cases(True), {**artifacts, "p4aqm": base}, work / "callgrind-base")}
     else:
         console.print("[yellow]valgrind not found: no instruction counts (apt-get install valgrind)")
-    traced = tracing_binary(bmv2)
+    traced = Path(bmv2) if macros else tracing_fallback()
     if traced:
         doc["profile"] = {"binary": str(traced), "packets": profile.PACKETS - profile.WARM_UP,
-                          "cases": {case.name: profile.measure(
-                              case.name, work / "profile", traced, dataplane.frames(case),
-                              lambda bed, case=case: dataplane.program_switch(bed, case,
-                                                                              artifacts))
-                              for case in cases(True, peers)}}
+                          "cases": profile_cases(quick, artifacts, work / "profile", traced)}
     else:
         console.print("[yellow]no BMv2 with logging macros: no trace profile")
     if not args.instructions_only:
@@ -149,21 +148,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def tracing_binary(bmv2: str) -> Path | None:
-    """A simple_switch_grpc that writes a trace: the benchmark's own, else the default
-    build's (the benchmark often runs one without logging macros)."""
-    for candidate in (Path(bmv2), toolchain.DEFAULT_BIN / "simple_switch_grpc"):
-        if candidate.is_file() and dataplane.bmv2_logging_macros(str(candidate)):
-            return candidate
+def tracing_fallback() -> Path | None:
+    """The default build's simple_switch_grpc, if it writes a trace (the benchmark often
+    runs one without logging macros)."""
+    candidate = toolchain.DEFAULT_BIN / "simple_switch_grpc"
+    if candidate.is_file() and dataplane.bmv2_logging_macros(str(candidate)):
+        return candidate
     return None
 
 
-def load_peers(folder: Path) -> dict[str, tuple[str, ...]]:
-    """Each peer's runtime commands, by name; every peer must be compiled (JSON, P4Info)."""
+def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, tuple[str, ...]]:
+    """Each peer's runtime commands, by name; every peer must be compiled (JSON, P4Info),
+    and its artifacts go into `artifacts`."""
     peers = {}
     for commands in sorted(folder.glob("*.commands")):
         name = commands.stem
-        if name in ("trivial", "p4aqm") or not Artifacts.in_folder(folder, name).exist():
+        artifacts[name] = Artifacts.in_folder(folder, name)
+        if name in ("trivial", "p4aqm") or not artifacts[name].exist():
             raise SystemExit(f"--peers {folder}: {name} needs {name}.json, {name}.p4info.txtpb "
                              f"and {name}.p4info.bin beside {commands.name} (and another name "
                              "than trivial or p4aqm)")
@@ -185,14 +186,11 @@ def compile_revision(revision: str, folder: Path) -> Artifacts:
     return compile_program(folder / "build", folder / "p4src" / "main.p4")
 
 
-def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path) -> list[dict]:
-    probe = dataplane.make_pcap(work, Case("probe", "trivial"))
-    ceiling = dataplane.source_ceiling(work, probe)
-    console.print(f"traffic source ceiling: {ceiling:.0f} packets/s")
+def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
+             ceiling: float) -> list[dict]:
     results = []
     for case in all_cases:
         result = dataplane.measure(case, artifacts, work, ceiling)
-        result["source_ceiling_pps"] = ceiling
         trials = result["cpu_us_per_packet_trials"]
         # Half the range of the three trials, against their median.
         result["spread_percent"] = 50 * (max(trials) - min(trials)) / result["cpu_us_per_packet"]
@@ -208,19 +206,31 @@ def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path)
     return results
 
 
+def programmer(case: Case, artifacts: dict[str, Artifacts]):
+    """What loads the switch for one case (the instruction count's and the profile's)."""
+    return lambda bed: dataplane.program_switch(bed, case, artifacts)
+
+
 def count_instructions(all_cases: list[Case], artifacts: dict[str, Artifacts],
                        work: Path) -> dict[str, dict]:
     counted = {}
     for case in all_cases:
         counted[case.name] = instructions.measure(
             case.name, work, (1, 2), dataplane.frames(case) * instructions.PACKETS,
-            lambda bed, case=case: dataplane.program_switch(bed, case, artifacts))
+            programmer(case, artifacts))
         console.print(f"{case.name:28s} {counted[case.name]['instructions_per_packet']:>9.0f}"
                       " instructions/packet")
     base = counted["trivial-64B"]["instructions_per_packet"]
     for r in counted.values():
         r["ratio_to_trivial"] = base / r["instructions_per_packet"]
     return counted
+
+
+def profile_cases(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
+                  binary: Path) -> dict[str, dict]:
+    return {case.name: profile.measure(case.name, work, binary, dataplane.frames(case),
+                                       programmer(case, artifacts))
+            for case in all_cases}
 
 
 def print_tables(doc: dict) -> None:
@@ -235,7 +245,7 @@ def print_tables(doc: dict) -> None:
 
 
 def print_dataplane(doc: dict) -> None:
-    ceiling = doc["dataplane"][0]["source_ceiling_pps"]
+    ceiling = doc["source_ceiling_pps"]
     table = Table(title=f"Data plane (BMv2 logging macros "
                         f"{'on' if doc['bmv2']['logging_macros'] else 'off'}, log level off; "
                         f"source ceiling {ceiling:.0f} pps)")

@@ -15,6 +15,7 @@ from typing import ClassVar, Union
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import auto_thresholds
+from control_plane.dataplane import MAX_DATA_PORT
 from control_plane.algorithms import (ALGORITHMS, Aecn, Blue, DropTail, Ecnm, Mecn, Newque,
                                      Pi, Red, RedEcn, Rem)
 from control_plane.algorithms.base import (DEFAULT_LIMIT, Aqm, ConfigError, Encoded, Link,
@@ -94,8 +95,9 @@ class PortConfig:
     telemetry_interval: float | None = None
 
     def encode(self) -> PortProgram:
-        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port < 510:
-            raise ConfigError(f"port must be a data port number in [0, 509], got {self.port!r}")
+        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= MAX_DATA_PORT:
+            raise ConfigError(f"port must be a data port number in [0, {MAX_DATA_PORT}], got "
+                              f"{self.port!r}")
         if not isinstance(self.aqm, (NoAqm, *ALGORITHMS.values())):
             raise ConfigError(f"unknown AQM {self.aqm!r}")
         if not (isinstance(self.link_pps, (int, float)) and not isinstance(self.link_pps, bool)

@@ -50,22 +50,6 @@ def fail(message: str, code: int = 1) -> None:
 LENIENT = {"ignore_unknown_options": True}
 
 
-class PortNumber(click.ParamType):
-    """A data port: plain ASCII digits in [0, MAX_DATA_PORT] (click's int takes '５', '1_0')."""
-
-    name = "port"
-
-    def convert(self, value, param, ctx) -> int:
-        try:
-            port = parse_value("port", "int", str(value))
-        except ConfigError as err:
-            self.fail(str(err), param, ctx)
-        if not 0 <= port <= MAX_DATA_PORT:
-            self.fail(f"port must be a data port number in [0, {MAX_DATA_PORT}], got {port}",
-                      param, ctx)
-        return port
-
-
 class Number(click.ParamType):
     """A plain ASCII decimal in [low, high] (click's float takes 'nan', 'inf', '1_0')."""
 
@@ -84,6 +68,10 @@ class Number(click.ParamType):
             self.fail(f"{name} must be in [{self.low:g}, {self.high:g}], got {number}",
                       param, ctx)
         return number
+
+
+# A data port (click's int takes '５', '1_0').
+PORT = Number(0, MAX_DATA_PORT, "int")
 
 
 class OneLineErrors(click.Group):
@@ -210,7 +198,7 @@ def switch_table(state: dict) -> Table:
 
 
 @main.command(context_settings=LENIENT)
-@click.argument("ports", type=PortNumber(), nargs=-1)
+@click.argument("ports", type=PORT, nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the raw state as JSON.")
 @click.pass_context
 def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
@@ -278,7 +266,7 @@ def set_help() -> str:
 
 
 @main.command("set", help=set_help(), context_settings=LENIENT)
-@click.argument("port", type=PortNumber())
+@click.argument("port", type=PORT)
 @click.argument("settings", nargs=-1, required=True)
 @click.pass_context
 def set_cmd(ctx: click.Context, port: int, settings: tuple[str, ...]) -> None:
@@ -300,7 +288,7 @@ def set_cmd(ctx: click.Context, port: int, settings: tuple[str, ...]) -> None:
 
 
 @main.command(context_settings=LENIENT)
-@click.argument("port", type=PortNumber())
+@click.argument("port", type=PORT)
 @click.argument("kind", type=click.Choice(["ared", "amecn", "off"]))
 @click.option("--interval", type=Number(0.001, 3600), default=0.5, show_default=True,
               help="Seconds between adaptation steps.")
@@ -317,7 +305,7 @@ def loop(ctx: click.Context, port: int, kind: str, interval: float, alpha_varian
 
 @main.command(context_settings=LENIENT)
 @click.argument("mac")
-@click.argument("port", type=PortNumber(), required=False)
+@click.argument("port", type=PORT, required=False)
 @click.option("--remove", is_flag=True, help="Remove the entry for MAC.")
 @click.pass_context
 def l2(ctx: click.Context, mac: str, port: int | None, remove: bool) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 from control_plane.aqm import ConfigError, DropTail, PortConfig, change, parse_value, shown_input
 from control_plane.bmv2 import QueueControl
 from control_plane.build import Artifacts
-from control_plane.controller import Controller, LoopSpec, PortView, Route, check_l2, check_route
-from control_plane.dataplane import MAX_DATA_PORT
+from control_plane.controller import (Controller, LoopSpec, PortView, Route, check_route,
+                                      l2_table)
 
 TOP_LEVEL = {"switch", "build", "device_id", "thrift", "netns", "manage_queues", "port",
              "route", "l2"}
@@ -76,20 +76,16 @@ def _controller(path: Path, spec: dict) -> Controller:
     if not ports:
         raise ConfigError("no [[port]] configured")
     routes = [_route(r, ports) for r in _tables(spec, "route")]
-    l2 = {}
+    l2 = []
     for entry in _tables(spec, "l2"):
         if set(entry) != {"mac", "port"}:
             raise ConfigError("an [[l2]] needs exactly mac and port")
-        port = _number("l2 port", entry["port"], "int")
-        mac = check_l2(entry["mac"], port, ports)
-        if mac in l2:
-            raise ConfigError(f"{mac} has two [[l2]] entries")
-        l2[mac] = port
+        l2.append((entry["mac"], _number("l2 port", entry["port"], "int")))
     device_id = _number("device_id", spec.get("device_id", 0), "int")
     if not 0 <= device_id < 1 << 64:
         raise ConfigError(f"device_id must be in [0, 2^64), got {device_id}")
     return Controller(_text("switch", spec["switch"]), artifacts, ports, routes, device_id,
-                      queues=_queues(spec), l2=l2)
+                      queues=_queues(spec), l2=l2_table(l2, ports))
 
 
 def _port(entry: dict) -> PortView:
@@ -98,8 +94,6 @@ def _port(entry: dict) -> PortView:
         link_pps = _number("link_pps", entry.pop("link_pps"), "float")
     except KeyError as err:
         raise ConfigError(f"a [[port]] lacks {err}") from None
-    if not 0 <= port <= MAX_DATA_PORT:
-        raise ConfigError(f"port must be a data port number in [0, {MAX_DATA_PORT}], got {port}")
     loop = entry.pop("loop", None)
     interval = _number("loop_interval", entry.pop("loop_interval", 0.5), "float")
     alpha = _text("alpha_variant", entry.pop("alpha_variant", "fig3"))

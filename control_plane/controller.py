@@ -17,14 +17,14 @@ import subprocess
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Iterable, Literal
 
 import finsy as fy
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import AlphaVariant, amecn_step, ared_step
-from control_plane.aqm import (DEFAULT_LIMIT, Aecn, ConfigError, Ecnm, Mecn, PortConfig, Red, RedEcn, change,
-                               shown_input)
+from control_plane.aqm import (DEFAULT_LIMIT, Aecn, ConfigError, Ecnm, Mecn, PortConfig, Red,
+                               RedEcn, change, shown_input)
 from control_plane.bmv2 import QueueControl, SwitchError, queue_commands
 from control_plane.build import Artifacts
 from control_plane.forwarding import Route
@@ -74,6 +74,17 @@ def check_l2(mac, port: int | None, ports) -> str:
     return mac
 
 
+def l2_table(entries: Iterable[tuple[str, int]], ports) -> dict[str, int]:
+    """L2 entries as the controller keeps them: checked, MACs normalised, each MAC once."""
+    table: dict[str, int] = {}
+    for mac, port in entries:
+        normal = check_l2(mac, port, ports)
+        if normal in table:
+            raise ConfigError(f"{normal} has two [[l2]] entries")
+        table[normal] = port
+    return table
+
+
 class SwitchUnavailable(RuntimeError):
     """The switch is unreachable or its pipeline is not loaded (yet)."""
 
@@ -110,6 +121,7 @@ class PortView:
     group_counters: dict[str, list[int]] | None = None   # AECN: marks and drops per group
     loop_ticks: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
     queue_depth: int | None = None  # BMv2's queue capacity, packets (None: the AQM's limit)
+
     def lost_in_queue(self) -> int | None:
         """Handed to the queue but not (yet) seen by egress: BMv2's drops at a full queue,
         plus what is queued now (None before a counter read)."""
@@ -191,13 +203,7 @@ class Controller:
         self.connections = 0
         self.ingress_drops: dict[str, int] | None = None
         self.switch.sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
-        l2 = {}
-        for mac, port in self.l2.items():
-            normal = check_l2(mac, port, self.ports)
-            if normal in l2:
-                raise ConfigError(f"{normal} has two L2 entries")
-            l2[normal] = port
-        self.l2 = l2
+        self.l2 = l2_table(self.l2.items(), self.ports)
 
     # ----- lifecycle ------------------------------------------------------------------
 
@@ -253,16 +259,16 @@ class Controller:
         fatal."""
         if self.queues is None:
             return ""
-        views = list(views)
-        commands = [c for v in views for c in queue_commands(
-            v.config.port, rate_pps=v.queue()[0], depth=v.queue()[1])]
+        queues = {v.config.port: v.queue() for v in views}
+        commands = [c for port, (rate, depth) in queues.items()
+                    for c in queue_commands(port, rate_pps=rate, depth=depth)]
         try:
             await asyncio.to_thread(self.queues.runtime_cli, commands)
         except (SwitchError, ToolMissing, OSError, subprocess.TimeoutExpired) as err:
             self.log(None, "switch", f"queue rate and depth NOT set: {err}")
             return "; queue rate and depth NOT set"
-        return "; queues " + ", ".join(
-            f"port {v.config.port} {v.queue()[0]}/s depth {v.queue()[1]}" for v in views)
+        return "; queues " + ", ".join(f"port {port} {rate}/s depth {depth}"
+                                       for port, (rate, depth) in queues.items())
 
     def _on_down(self, *_args) -> None:
         if self.ready.is_set():
