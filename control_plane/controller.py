@@ -298,23 +298,29 @@ class Controller:
                        source: str = "cli", reason: str = "") -> PortConfig:
         """Validate and write under the lock, and only then keep as the configuration."""
         async with self._lock:
-            view = self.view(port)
-            new = change(view.config, algorithm, values)
-            if view.loop:
-                try:
-                    view.loop.check(new)
-                except ConfigError as err:
-                    raise ConfigError(f"{err}; stop the loop first ('aqmctl loop {port} off')")
-            self.require_switch()
-            await self.switch.configure_port(self._with_loop_telemetry(new, view.loop),
-                                             reset=algorithm is not None)
-            before = view.queue()
-            view.config = new
-            queues = await self._set_queues([view]) if view.queue() != before else ""
+            new, queues = await self._change(self.view(port), algorithm, values)
         changes = " ".join(f"{k}={v}" for k, v in values.items())
         self.log(port, source,
                  (reason or f"{algorithm or new.aqm.action} {changes}".strip()) + queues)
         return new
+
+    async def _change(self, view: PortView, algorithm: str | None,
+                      values: dict[str, str]) -> tuple[PortConfig, str]:
+        """set_port's work; the caller holds the lock. Returns the new configuration and
+        what was done to the queue, for the change log."""
+        new = change(view.config, algorithm, values)
+        if view.loop:
+            try:
+                view.loop.check(new)
+            except ConfigError as err:
+                raise ConfigError(f"{err}; stop the loop first "
+                                  f"('aqmctl loop {view.config.port} off')")
+        self.require_switch()
+        await self.switch.configure_port(self._with_loop_telemetry(new, view.loop),
+                                         reset=algorithm is not None)
+        before = view.queue()
+        view.config = new
+        return new, await self._set_queues([view]) if view.queue() != before else ""
 
     async def set_l2(self, mac: str, port: int | None) -> None:
         """Add or replace (port) or remove (None) an l2_exact entry, validated first."""
@@ -395,23 +401,26 @@ class Controller:
         avg = view.estimated_avg(time.monotonic())
         if spec is None or avg is None:
             return None
-        cfg = view.config.aqm
         seq = view.latest.pkt_seq if view.latest else 0
-        if spec.kind == "ared":
-            name, old = "maxp", cfg.maxp
-            step = ared_step(old, avg, cfg.minth, cfg.maxth)
-            values = {"maxp": repr(step.value)}
-        else:
-            # Our choice: only P1max adapts (the curve that holds the target); P2max stays
-            # as configured, the backstop of the moderate region.
-            name, old = "p1max", cfg.p1max
-            step = amecn_step(old, avg, cfg.minth, spec.alpha_variant)
-            values = {"p1max": repr(step.value)}
+        # The step starts from the configuration in force when it is written: a value set
+        # from the CLI meanwhile is the one it adapts, never overwritten by a stale step.
+        async with self._lock:
+            cfg = view.config.aqm
+            if spec.kind == "ared":
+                name, old = "maxp", cfg.maxp
+                step = ared_step(old, avg, cfg.minth, cfg.maxth)
+            else:
+                # Our choice: only P1max adapts (the curve that holds the target); P2max
+                # stays as configured, the backstop of the moderate region.
+                name, old = "p1max", cfg.p1max
+                step = amecn_step(old, avg, cfg.minth, spec.alpha_variant)
+            queues = ""
+            if step.value != old:
+                _, queues = await self._change(view, None, {name: repr(step.value)})
         done = Adaptation(port, spec.kind, avg, seq, name, old, step.value, step.reason)
         if step.value != old:
-            await self.set_port(port, None, values, source=spec.kind,
-                                reason=f"{name} {old:.4f} -> {step.value:.4f}: {step.reason}, "
-                                       f"telemetry packet {seq}")
+            self.log(port, spec.kind, f"{name} {old:.4f} -> {step.value:.4f}: {step.reason}, "
+                                      f"telemetry packet {seq}{queues}")
         return done
 
     # ----- telemetry and counters ---------------------------------------------------------
