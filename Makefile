@@ -8,10 +8,21 @@ P4SRC  := $(shell find p4src -name '*.p4')
 # Debian packages the project needs at run time (the P4 toolchain is separate: README).
 APT_PACKAGES := python3 python3-venv python3-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay valgrind
 
+# P4LANG=1 (see setup) fetches p4lang's repository key with curl and gpg.
+ifneq ($(filter-out 0 1,$(P4LANG)),)
+$(error P4LANG=$(P4LANG): use P4LANG=1 to install p4c and BMv2 from p4lang's packages, or leave it unset)
+endif
+ifeq ($(P4LANG),1)
+APT_PACKAGES += ca-certificates curl gnupg
+endif
+
 EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7
 .PHONY: setup build test run bench clean $(EXPERIMENTS) transport
 
-## setup: install Debian packages and the Python environment, then build the P4 program
+## setup: install Debian packages and the Python environment, then build the P4 program;
+##        P4LANG=1 also installs p4c and BMv2, before the build, from p4lang's packages where
+##        p4lang publishes them (control_plane/p4lang_packages.py); without it only apt's
+##        usual sources and PyPI are contacted
 setup:
 	@if [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); \
@@ -20,7 +31,10 @@ setup:
 	fi
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,sweep]'
+ifeq ($(P4LANG),1)
+	$(PY) -m control_plane.p4lang_packages
+endif
 	@if $(PY) -c 'import sys; from control_plane import toolchain; sys.exit(toolchain.find("p4c") is None)'; then \
 	  $(MAKE) --no-print-directory build; \
 	else \

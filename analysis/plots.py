@@ -15,6 +15,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from analysis.results import read_csv  # noqa: E402
+from analysis.stats import half_width  # noqa: E402
+
+
+def _errors(values: Sequence[float], axis: str = "yerr") -> dict:
+    """Error bars for values that are Estimates of repeated runs; none for single runs."""
+    halves = [half_width(v) for v in values]
+    return {axis: halves} if any(halves) else {}
 
 
 def wrapped(title: str, width: int = 60) -> str:
@@ -62,7 +69,8 @@ def bars(labels: Sequence[str], series: dict[str, Sequence[float]], out: Path,
     """One panel per metric, one bar per run."""
     fig, axes = plt.subplots(1, len(series), figsize=(3.2 * len(series), 3.2), squeeze=False)
     for ax, (metric, values) in zip(axes[0], series.items()):
-        ax.bar(range(len(labels)), values, color=[f"C{i}" for i in range(len(labels))])
+        ax.bar(range(len(labels)), values, color=[f"C{i}" for i in range(len(labels))],
+               capsize=3, **_errors(values))
         ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
         ax.set_title(metric, fontsize=9)
     if title:
@@ -75,10 +83,12 @@ def bars(labels: Sequence[str], series: dict[str, Sequence[float]], out: Path,
 
 def lines(x_label: str, curves: dict[str, tuple[Sequence[float], Sequence[float]]],
           y_label: str, out: Path, title: str = "", marker: str = "o") -> Path:
-    """y against x for several algorithms (sweeps, utilisation vs delay)."""
+    """y against x for several algorithms (sweeps, utilisation vs delay); repeated runs'
+    95 % intervals as error bars, on either axis."""
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for name, (xs, ys) in curves.items():
-        ax.plot(xs, ys, marker=marker, label=name)
+        ax.errorbar(xs, ys, **_errors(ys, "yerr"), **_errors(xs, "xerr"), marker=marker,
+                    label=name, capsize=3)
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     ax.grid(alpha=0.3)
@@ -97,7 +107,8 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float]], y_la
     fig, ax = plt.subplots(figsize=(6, 4))
     width = 0.8 / max(1, len(series))
     for k, (name, values) in enumerate(series.items()):
-        ax.bar([g + k * width for g in range(len(groups))], values, width, label=name)
+        ax.bar([g + k * width for g in range(len(groups))], values, width, label=name,
+               capsize=3, **_errors(values))
     ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups)
     ax.set_ylabel(y_label)
     ax.legend(fontsize=8)

@@ -14,6 +14,8 @@ from analysis import metrics
 INTERRUPTED = ("interrupted", "interrupt - the client has terminated")
 # iperf3 over IPv4 without TCP options beyond timestamps: 1448 bytes of payload.
 MSS = 1448
+# Packets ahead for a telemetry record to measure the service rate (fewer: timing noise).
+BACKLOG = 4
 
 
 def read_csv(path: Path) -> list[dict[str, float]]:
@@ -70,6 +72,12 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float) 
         out["avg_queue"] = metrics.time_average(times, [r["avg"] for r in telemetry], start, end)
         out["queue"] = metrics.time_average(times, [r["qdepth"] for r in telemetry], start, end)
         out["queueing_delay_ms"] = sum(r["sojourn_ms"] for r in window) / len(window)
+        # Whether the switch kept its configured rate: a packet that found q packets ahead
+        # waited q / rate. Below ~0.9 the machine, not the AQM, set the pace (CPU-bound).
+        rates = sorted(r["qdepth"] / (r["sojourn_ms"] / 1000) for r in window
+                       if r["qdepth"] >= BACKLOG and r["sojourn_ms"] > 0)
+        if rates:
+            out["service_ratio"] = rates[len(rates) // 2] / pps
         pmax = [r["pmax"] for r in window if not math.isnan(r["pmax"])]
         if pmax:
             out["pmax_final"] = pmax[-1]
@@ -80,7 +88,9 @@ def run_metrics(folder: Path) -> dict:
     config = json.loads((folder / "config.json").read_text())
     topo = config["topology"]
     start, end = config["measure_from"], config["duration"]
-    out: dict = {"label": config["label"], "algorithm": config["aqm"]["type"],
+    out: dict = {"label": config["label"], "seed": config.get("seed", 1),
+                 "factors": [list(f) for f in config.get("factors", [])],
+                 "algorithm": config["aqm"]["type"],
                  "loop": (config["loop"] or {}).get("kind"), "window_s": [start, end]}
     if "links" in topo:   # a parking lot: one congested port per switch s1..sK
         links = {f"s{i}": link_metrics(folder, f"-s{i}", _pps(link), start, end)
@@ -93,6 +103,8 @@ def run_metrics(folder: Path) -> dict:
         for key in ("utilisation", "slots_lost_percent"):   # per link, averaged
             if all(key in m for m in links.values()):
                 out[key] = sum(m[key] for m in links.values()) / len(links)
+        if all("service_ratio" in m for m in links.values()):   # the slowest link's
+            out["service_ratio"] = min(m["service_ratio"] for m in links.values())
         if "arrived" in out:
             out["loss_percent"] = metrics.loss_percent(out["arrived"], out["dropped"])
         capacity = min(_pps(link) * link["packet_bytes"] * 8 / 1e6 for link in topo["links"])

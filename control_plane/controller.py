@@ -94,6 +94,9 @@ class LoopSpec:
     kind: LoopKind
     interval: float = 0.5
     alpha_variant: AlphaVariant = "fig3"
+    # AMECN: which maximum adapts. "p1": P1max only, P2max stays as configured (our
+    # default: the seed says "Pmax"); "both": P2max takes P1max's every new value.
+    pmax: Literal["p1", "both"] = "p1"
 
     def check(self, config: PortConfig) -> None:
         if not (isinstance(self.interval, (int, float)) and 0.001 <= self.interval <= 3600):
@@ -101,6 +104,9 @@ class LoopSpec:
         if self.alpha_variant not in ("fig3", "eq4"):
             raise ConfigError(f"alpha variant must be fig3 or eq4, got "
                               f"{shown_input(str(self.alpha_variant))}")
+        if self.pmax not in ("p1", "both") or (self.pmax == "both" and self.kind != "amecn"):
+            raise ConfigError(f"pmax policy {shown_input(str(self.pmax))}: p1, or both for "
+                              "amecn")
         wanted = (Red, RedEcn, Ecnm) if self.kind == "ared" else (Mecn,)
         if not isinstance(config.aqm, wanted):
             raise ConfigError(f"{self.kind} adapts {' / '.join(c.action for c in wanted)}, "
@@ -410,13 +416,14 @@ class Controller:
                 name, old = "maxp", cfg.maxp
                 step = ared_step(old, avg, cfg.minth, cfg.maxth)
             else:
-                # Our choice: only P1max adapts (the curve that holds the target); P2max
-                # stays as configured, the backstop of the moderate region.
                 name, old = "p1max", cfg.p1max
                 step = amecn_step(old, avg, cfg.minth, spec.alpha_variant)
             queues = ""
             if step.value != old:
-                _, queues = await self._change(view, None, {name: repr(step.value)})
+                changes = {name: repr(step.value)}
+                if spec.pmax == "both":
+                    changes["p2max"] = repr(step.value)
+                _, queues = await self._change(view, None, changes)
         done = Adaptation(port, spec.kind, avg, seq, name, old, step.value, step.reason)
         if step.value != old:
             self.log(port, spec.kind, f"{name} {old:.4f} -> {step.value:.4f}: {step.reason}, "

@@ -13,6 +13,7 @@ import csv
 import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -25,10 +26,12 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from analysis import stats
 from analysis.results import run_metrics
 from control_plane import toolchain
 from control_plane.build import Artifacts, CompileError
-from experiments.catalog import EXPERIMENTS, PlanOptions
+from experiments.catalog import EXPERIMENTS, REPEAT, PlanOptions
+from experiments import factors, sweep
 from experiments.runner import Run, jsonable, phase
 from experiments.spec import RunSpec
 
@@ -57,7 +60,7 @@ def markdown_table(rows: list[dict]) -> list[str]:
 
 
 def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path],
-                  claims: list[dict], timing: str) -> None:
+                  claims: list[dict], timing: str, changed: str = "") -> None:
     if rows:
         with open(folder / "summary.csv", "w", newline="") as f:
             columns = list(dict.fromkeys(k for row in rows for k in row))
@@ -65,6 +68,8 @@ def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path
             writer.writeheader()
             writer.writerows(rows)
     lines = [f"# {experiment.title}", "", f"Scaling: {experiment.scaling}", ""]
+    if changed:
+        lines += [f"Changed in every run: {changed}", ""]
     if experiment.claims:
         lines += ["Paper's claims:", *[f"- {c}" for c in experiment.claims], ""]
     lines += markdown_table(rows)
@@ -83,8 +88,8 @@ class ResumeError(Exception):
 
 def finished(folder: Path, spec: RunSpec) -> bool:
     """The run completed (its metrics were computed) with exactly this spec."""
-    config = folder / spec.label / "config.json"
-    return ((folder / spec.label / "metrics.json").is_file() and config.is_file()
+    config = folder / spec.folder / "config.json"
+    return ((folder / spec.folder / "metrics.json").is_file() and config.is_file()
             and json.loads(config.read_text()) == jsonable(spec))
 
 
@@ -95,10 +100,18 @@ def program(bmv2_json: Path) -> dict:
     return compiled
 
 
-def in_plan_order(results: list[tuple[str, Path, dict]], plan: list[RunSpec]) -> None:
-    """Sorts (label, folder, metrics) as the plan runs them; labels not in it go last."""
-    order = {spec.label: k for k, spec in enumerate(plan)}
-    results.sort(key=lambda r: order.get(r[0], len(order)))
+def configurations(results: list[tuple[str, Path, dict]],
+                   plan: list[RunSpec]) -> list[tuple[str, Path, dict]]:
+    """Every run's (label, folder, metrics) -> one (label, first folder, combined metrics)
+    per configuration, its repeats' numbers as Estimates (analysis/stats.py), in the plan's
+    order; labels not in it go last."""
+    order = {spec.label: k for k, spec in reversed(list(enumerate(plan)))}
+    by_label: dict[str, list[tuple[Path, dict]]] = {}
+    for label, folder, metrics in sorted(results, key=lambda r: r[2].get("seed", 1)):
+        by_label.setdefault(label, []).append((folder, metrics))
+    out = [(label, runs[0][0], stats.combine([m for _, m in runs], [f for f, _ in runs]))
+           for label, runs in by_label.items()]
+    return sorted(out, key=lambda r: order.get(r[0], len(order)))
 
 
 def compile_in_session(out: Path) -> Artifacts:
@@ -136,12 +149,17 @@ def resumable(folder: Path, name: str, specs: list[RunSpec]) -> Artifacts:
     the resumed runs run the same switch) and that its runs belong to this plan."""
     if not (folder / "build").is_dir():
         raise ResumeError(f"{folder}: not a run folder of `experiments run` (no build/)")
-    labels = {spec.label for spec in specs}
+    planned = {spec.folder: spec for spec in specs}
     for config in folder.glob("*/config.json"):
         ran = json.loads(config.read_text())
-        if ran.get("experiment") != name or ran.get("label") not in labels:
+        spec = planned.get(config.parent.name)
+        # A finished run must be this plan's exactly (factors, loss...): resuming with other
+        # options would take it for unfinished and delete it.
+        if ran.get("experiment") != name or spec is None or (
+                (config.parent / "metrics.json").is_file() and ran != jsonable(spec)):
             raise ResumeError(f"{config.parent}: run of another experiment or other options "
-                              f"({ran.get('experiment')} {ran.get('label')})")
+                              f"({ran.get('experiment')} {ran.get('label')}"
+                              f"{describe_factors(ran)}): resume with the options it ran with")
     artifacts = Artifacts.in_folder(folder / "build")
     with tempfile.TemporaryDirectory() as tmp:
         today = compile_in_session(Path(tmp))
@@ -151,25 +169,30 @@ def resumable(folder: Path, name: str, specs: list[RunSpec]) -> Artifacts:
     return artifacts
 
 
-def resume_command(name: str, folder: Path, opts: PlanOptions) -> str:
+def describe_factors(config: dict) -> str:
+    changed = [f"{name}={value}" for name, value in config.get("factors", [])]
+    return f", factors {' '.join(changed)}" if changed else ""
+
+
+def resume_command(name: str, folder: Path, opts: PlanOptions, dask: str | None = None) -> str:
     """The command that finishes this folder: the same plan (the options that shape it)."""
-    flags = ([f"--loss {opts.loss:g}"] if opts.loss else []) + \
-        (["--kernel-tcp"] if opts.kernel_tcp else []) + (["--full"] if opts.full else [])
-    return " ".join(["python -m experiments run", name, *flags, "--resume", str(folder)])
+    return shlex.join(["python", "-m", "experiments", "run", name, *opts.flags(),
+                       *(["--dask", dask] if dask else []), "--resume", str(folder)])
 
 
-def interrupted_line(stop: Interrupted, name: str, folder: Path, opts: PlanOptions) -> str:
-    planned = EXPERIMENTS[name].plan(opts)
+def interrupted_line(stop: Interrupted, name: str, folder: Path, opts: PlanOptions,
+                     dask: str | None = None) -> str:
+    planned = EXPERIMENTS[name].runs(opts)
     done = sum(finished(folder, spec) for spec in planned)
     line = f"experiments: interrupted during {stop.where}; "
     if not done:
         return line + f"no run had finished (folder {folder})"
     return line + (f"{done} of {len(planned)} runs finished, in {folder} "
-                   f"(resume with: {resume_command(name, folder, opts)})")
+                   f"(resume with: {resume_command(name, folder, opts, dask)})")
 
 
 def run(name: str, out: Path, opts: PlanOptions, log_level: str,
-        resume: Path | None = None) -> int:
+        resume: Path | None = None, dask: str | None = None) -> int:
     missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
     if missing:
         console.print(f"[red]{name}: needs the P4 toolchain: {missing}")
@@ -187,9 +210,12 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
     log.setFormatter(logging.Formatter(LOG_FORMAT))
     logging.getLogger().addHandler(log)
     try:
-        return run_in(name, folder, opts, log_level, resume is not None)
+        return run_in(name, folder, opts, log_level, resume is not None, dask)
+    except sweep.SweepError as err:
+        console.print(f"[red]{err}")
+        return 2
     except Interrupted as stop:
-        line = interrupted_line(stop, name, folder, opts)
+        line = interrupted_line(stop, name, folder, opts, dask)
         logging.getLogger("p4aqm").info("%s", line)
         print(line, file=sys.stderr)
         return stop.status
@@ -198,9 +224,14 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
         log.close()
 
 
-def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: bool) -> int:
+def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: bool,
+           dask: str | None = None) -> int:
     experiment = EXPERIMENTS[name]
-    planned = experiment.plan(opts)
+    planned = experiment.runs(opts)
+    if not planned:
+        labels = ", ".join(spec.label for spec in experiment.plan(opts))
+        console.print(f"[red]{name}: no configuration matches {opts.only!r} (there are: {labels})")
+        return 2
     specs = planned
     results, seconds = [], []
     phase(f"{name} (compiling the program)")
@@ -211,38 +242,79 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
             console.print(f"[red]cannot resume: {e}")
             return 2
         done = [spec for spec in specs if finished(folder, spec)]
-        results = [(s.label, folder / s.label, run_metrics(folder / s.label)) for s in done]
+        results = [(s.label, folder / s.folder, run_metrics(folder / s.folder)) for s in done]
         specs = [spec for spec in specs if spec not in done]
         for spec in specs:
-            if (folder / spec.label).exists():
-                console.print(f"{spec.label}: unfinished, its partial data removed")
-                shutil.rmtree(folder / spec.label)
+            if (folder / spec.folder).exists():
+                console.print(f"{spec.folder}: unfinished, its partial data removed")
+                shutil.rmtree(folder / spec.folder)
         console.print(f"resuming {folder}: {len(done)} runs done, {len(specs)} to go")
     else:
         artifacts = compile_in_session(folder / "build")
-    console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs -> {folder}")
+    repeat = opts.repeat or experiment.repeat
+    console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs "
+                  f"({repeat} per configuration) -> {folder}")
+    failures: list[str] = []
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),
                   TimeRemainingColumn(), console=console) as progress:
         overall = progress.add_task("all runs", total=len(specs), what="")
-        for spec in specs:
-            task = progress.add_task(spec.label, total=spec.duration, what="")
+        if dask:
+            def collected(spec: RunSpec, run_folder: Path, result: sweep.RunResult) -> None:
+                seconds.append(result.seconds)
+                results.append((spec.label, run_folder, run_metrics(run_folder)))
+                progress.update(overall, advance=1, what=f"{spec.folder} from {result.host}")
+            phase(f"{name} (runs on the Dask cluster {dask})")
+            progress.update(overall, what=f"on {dask}")
+            failures = sweep.run_all(name, opts, specs, folder, artifacts, dask, log_level,
+                                     collected)
+        for spec in specs if not dask else []:
+            task = progress.add_task(spec.folder, total=spec.duration, what="")
             def update(done, total, what, task=task):
                 progress.update(task, completed=done, total=total, what=what)
             began = time.monotonic()
-            Run(spec, folder / spec.label, artifacts, update, log_level).execute()
+            Run(spec, folder / spec.folder, artifacts, update, log_level).execute()
             seconds.append(time.monotonic() - began)
             phase(f"run {spec.label} (computing its metrics)")
-            metrics = run_metrics(folder / spec.label)
-            results.append((spec.label, folder / spec.label, metrics))
+            metrics = run_metrics(folder / spec.folder)
+            results.append((spec.label, folder / spec.folder, metrics))
             progress.update(task, completed=spec.duration, what="done")
             progress.advance(overall)
     phase(f"{name} (writing the summary)")
     total = sum(seconds)
-    in_plan_order(results, planned)
-    summarise(experiment, folder, results,
-              f"Time: {len(seconds)} runs in {total / 60:.1f} min "
-              f"({total / max(len(seconds), 1):.0f} s per run, from topology start to "
-              "teardown)" + (", this session's runs only." if resume else "."))
+    if results:
+        summarise(experiment, folder, configurations(results, planned),
+                  f"Time: {len(seconds)} runs in {total / 60:.1f} min "
+                  f"({total / max(len(seconds), 1):.0f} s per run, from topology start to "
+                  "teardown)" + (", this session's runs only." if resume else "."))
+    if failures:
+        console.print(f"[red]{len(failures)} runs failed:[/]\n" + "\n".join(failures)
+                      + f"\nfinish them with: {resume_command(name, folder, opts, dask)}")
+        return 1
+    return 0
+
+
+def run_one(name: str, label: str, seed: int, build: Path, into: Path, opts: PlanOptions,
+            log_level: str, expect: Path | None) -> int:
+    """One run of a plan into `into`/<label>.s<seed>, with a given build: what a sweep's
+    worker (or a cluster's job) runs."""
+    spec = next((s for s in EXPERIMENTS[name].runs(opts)
+                 if s.label == label and s.seed == seed), None)
+    if spec is None:
+        print(f"experiments: {name} has no run {label} with seed {seed} with these options",
+              file=sys.stderr)
+        return 2
+    if expect and json.loads(expect.read_text()) != jsonable(spec):
+        print(f"experiments: this checkout plans {spec.folder} differently from the client's: "
+              "run the same commit on every machine", file=sys.stderr)
+        return 2
+    artifacts = Artifacts.in_folder(build)
+    if not artifacts.exist():
+        print(f"experiments: {build}: no compiled program (p4aqm.json, p4info)", file=sys.stderr)
+        return 2
+    phase(f"run {spec.label} (starting)")
+    Run(spec, into / spec.folder, artifacts, None, log_level).execute()
+    phase(f"run {spec.label} (computing its metrics)")
+    run_metrics(into / spec.folder)
     return 0
 
 
@@ -250,7 +322,10 @@ def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]],
               timing: str = "") -> None:
     rows, figures = experiment.report(results, folder)
     claims = experiment.verdicts(results) if experiment.verdicts else []
-    write_summary(folder, experiment, rows, figures, claims, timing)
+    changed = factors.describe(tuple(tuple(f) for f in results[0][2].get("factors", [])))
+    write_summary(folder, experiment, rows, figures, claims, timing, changed)
+    if changed:
+        console.print(f"Changed in every run: {changed}")
     for block in blocks(rows):
         table = Table(title=experiment.title)
         for column in block[0]:
@@ -277,17 +352,57 @@ def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]],
     console.print(f"Summary: {folder / 'summary.md'}\nPlots: " + ", ".join(str(p) for p in figures))
 
 
-def report(folder: Path) -> int:
-    """Metrics, table and figures again from a finished experiment's raw data."""
-    runs = sorted(p.parent for p in folder.glob("*/config.json"))
-    if not runs:
-        console.print(f"[red]{folder}: no runs (folders with config.json) here")
+def unseeded(config: dict) -> dict:
+    """A run's configuration without its repeat's seed."""
+    return {**config, "seed": None, "topology": {**config["topology"], "seed": None}}
+
+
+def report(folders: list[Path], out: Path | None = None) -> int:
+    """Metrics, tables and figures again from the raw data of finished runs, merged from
+    one or more folders (a sweep's runs copied back from several machines)."""
+    runs: dict[tuple[str, int], Path] = {}
+    configs: dict[str, tuple[dict, Path]] = {}
+    names = set()
+    for folder in folders:
+        paths = sorted(folder.glob("*/config.json"))
+        if not paths:
+            console.print(f"[red]{folder}: no runs (folders with config.json) here")
+            return 2
+        for path in paths:
+            config = json.loads(path.read_text())
+            if not (path.parent / "metrics.json").is_file():   # written as a run ends
+                console.print(f"{path.parent}: unfinished, left out")
+                continue
+            names.add(config["experiment"])
+            key = (config["label"], config.get("seed", 1))
+            if key in runs:
+                console.print(f"[red]{config['label']} seed {key[1]} is in both {runs[key]} "
+                              f"and {path.parent}: keep one")
+                return 2
+            # Repeats combine only if they ran the same configuration (factors, loss...).
+            same = configs.setdefault(config["label"], (unseeded(config), path.parent))
+            if same[0] != unseeded(config):
+                console.print(f"[red]{config['label']} ran differently in {same[1]} and "
+                              f"{path.parent}{describe_factors(config)}: report them apart")
+                return 2
+            runs[key] = path.parent
+    if len(names) != 1:
+        console.print(f"[red]these folders hold runs of {', '.join(sorted(names)) or 'nothing'}"
+                      ": give folders of one experiment")
         return 2
-    name = json.loads((runs[0] / "config.json").read_text())["experiment"]
-    results = [(run.name, run, run_metrics(run)) for run in runs]
-    in_plan_order(results, EXPERIMENTS[name].plan(PlanOptions(full=True)))
-    summarise(EXPERIMENTS[name], folder, results)
+    name = names.pop()
+    out = out or folders[0]
+    out.mkdir(parents=True, exist_ok=True)
+    results = [(label, run, run_metrics(run)) for (label, _), run in runs.items()]
+    plan = EXPERIMENTS[name].plan(PlanOptions(full=True))
+    summarise(EXPERIMENTS[name], out, configurations(results, plan))
     return 0
+
+
+def repeats(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 100:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of runs in [1, 100]")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,12 +418,42 @@ def main(argv: list[str] | None = None) -> int:
                          "of the userspace MECN/RFC 3168 ones")
     go.add_argument("--full", action="store_true",
                     help="E6: the paper's whole sweep (about 2 h) instead of the subset")
+    go.add_argument("--repeat", type=repeats, metavar="N",
+                    help="runs per configuration, seeds 1..N (default: the experiment's, "
+                         f"{REPEAT} for E1-E7; metrics as mean ± 95 %% interval)")
+    go.add_argument("--only", metavar="PATTERN",
+                    help="only the configurations whose label matches (e.g. 'amecn-*')")
+    go.add_argument("--factor", action="append", default=[], metavar="NAME=VALUE",
+                    help="change every run: " + "; ".join(
+                        f"{name}: {f.what}" for name, f in factors.FACTORS.items()))
+    go.add_argument("--dask", metavar="SCHEDULER",
+                    help="run the runs on a Dask cluster, one per worker machine: a "
+                         "scheduler's address (tcp://host:8786), or `local` for a one-worker "
+                         "cluster here (README, 'Sweeps on several machines')")
     go.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
+    one = sub.add_parser("run-one", help="one run of an experiment's plan into a folder, "
+                                         "with a given build (what a sweep's worker runs)")
+    one.add_argument("name", choices=sorted(EXPERIMENTS))
+    one.add_argument("label")
+    one.add_argument("--seed", type=repeats, default=1)
+    one.add_argument("--build", type=Path, required=True, help="folder of the compiled program")
+    one.add_argument("--into", type=Path, required=True, help="the run's folder goes in here")
+    one.add_argument("--expect", type=Path, help="the client's RunSpec (JSON): refuse another")
+    one.add_argument("--loss", type=float, default=0.0)
+    one.add_argument("--kernel-tcp", action="store_true")
+    one.add_argument("--full", action="store_true")
+    one.add_argument("--repeat", type=repeats)
+    one.add_argument("--only")
+    one.add_argument("--factor", action="append", default=[])
+    one.add_argument("--log-level", default="off")
     go.add_argument("--resume", type=Path, metavar="FOLDER",
                     help="finish an interrupted run folder (same options): keep its finished "
                          "runs, redo the others")
-    again = sub.add_parser("report", help="recompute metrics, tables and plots of a run folder")
-    again.add_argument("folder", type=Path)
+    again = sub.add_parser("report", help="recompute metrics, tables and plots of run folders "
+                                          "(several: merged, e.g. a sweep's machines)")
+    again.add_argument("folders", type=Path, nargs="+", metavar="FOLDER")
+    again.add_argument("--out", type=Path, help="where the summary and figures go (default: "
+                                                "the first folder)")
     # Stopping a run, however it is asked for, goes through its clean-up: SIGTERM too, and
     # SIGINT even when a background shell started us with it ignored.
     GUARD.install()
@@ -321,11 +466,20 @@ def main(argv: list[str] | None = None) -> int:
                     console.print(f"{name:9s} {e.title}")
                 return 0
             if args.command == "report":
-                phase(f"report of {args.folder}")
-                return report(args.folder)
+                phase(f"report of {', '.join(map(str, args.folders))}")
+                return report(args.folders, args.out)
+            try:
+                opts = PlanOptions(args.loss, args.kernel_tcp, args.full, args.repeat,
+                                   args.only, factors.parse(args.factor))
+                EXPERIMENTS[args.name].runs(opts)
+            except factors.FactorError as err:
+                print(f"experiments: {err}", file=sys.stderr)
+                return 2
+            if args.command == "run-one":
+                return run_one(args.name, args.label, args.seed, args.build, args.into, opts,
+                               args.log_level, args.expect)
             phase(f"{args.name} (starting)")
-            return run(args.name, args.out, PlanOptions(args.loss, args.kernel_tcp, args.full),
-                       args.log_level, args.resume)
+            return run(args.name, args.out, opts, args.log_level, args.resume, args.dask)
     except Interrupted as stop:
         print(f"experiments: interrupted during {stop.where}", file=sys.stderr)
         return stop.status

@@ -18,7 +18,7 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from analysis import plots
+from analysis import plots, stats
 from control_plane.aqm import Aecn, Aqm, Red, RedEcn
 from experiments.spec import Flow, RunSpec
 from topologies.dumbbell import rtt_groups
@@ -107,7 +107,13 @@ def plan(opts) -> list[RunSpec]:
 # ----- report ----------------------------------------------------------------------------
 
 def _nan(value) -> float:
+    if isinstance(value, stats.Estimate):
+        return value
     return math.nan if value is None else float(value)
+
+
+def _per(value: float, n: int) -> float:
+    return value.scaled(1 / n) if isinstance(value, stats.Estimate) else value / n
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -159,27 +165,29 @@ def _row(label: str, folder: Path, m: dict) -> dict:
     for g in GROUPS:
         row[f"{g} retx/flow"] = _fmt(retransmits.get(g, {}).get("mean", math.nan), 1)
     # Over the measured window, BMv2's tail drops included: comparable across algorithms.
-    row["marks/flow"] = _fmt(_nan(m.get("marks")) / flows, 1)
-    row["drops/flow"] = _fmt(_nan(m.get("dropped")) / flows, 1)
-    groups = _groups(folder)
+    row["marks/flow"] = _fmt(_per(_nan(m.get("marks")), flows), 1)
+    row["drops/flow"] = _fmt(_per(_nan(m.get("dropped")), flows), 1)
     per = flows / len(GROUPS)
     # AECN's own counters by group (robust 0, average 1, fragile 2): the whole run, and
-    # only the drops egress decides (not BMv2's tail drops).
+    # only the drops egress decides (not BMv2's tail drops); the mean over the repeats.
     for key, name in (("group_marks", "AECN marks/flow F/A/R"),
                       ("group_drops", "AECN egress drops/flow F/A/R")):
-        row[name] = "/".join(f"{groups[key][2 - k] / per:.1f}" for k in range(3)) \
-            if groups else "-"
+        counts = [stats.over_folders(m, lambda f: _groups(f).get(key, [math.nan] * 3)[2 - k])
+                  for k in range(3)] if _groups(folder) else []
+        row[name] = "/".join(f"{c.scaled(1 / per):.1f}" for c in counts) if counts else "-"
     row["avg queue"] = _fmt(_nan(m.get("avg_queue")))
+    row["switch kept rate"] = _fmt(_nan(m.get("service_ratio")))
     return row
 
 
 def report(runs, out: Path):
     sweep = [(label, folder, m) for label, folder, m in runs if not label.startswith("rtt-")]
     rows = [_row(label, folder, m) for label, folder, m in sweep]
-    for label, folder, _ in runs:
-        if label.startswith("rtt-"):
+    for label, _, m in runs:
+        for folder in m["folders"] if label.startswith("rtt-") else []:
             acc = rtt_accuracy(folder, label[4:])
-            rows.append({"run": label, "algorithm": "AECN (measured RTT)", "flows": RTT_RUN_FLOWS,
+            rows.append({"run": folder.name, "algorithm": "AECN (measured RTT)",
+                         "flows": RTT_RUN_FLOWS,
                          **{k: _fmt(v) if isinstance(v, float) else v for k, v in acc.items()}})
     figures = []
     curves: dict[str, dict[str, tuple[list, list]]] = {}
@@ -203,7 +211,7 @@ def report(runs, out: Path):
                                           out / f"e5-groups-{n}f.png",
                                           f"E5: goodput per flow by group, {n} flows"))
     accuracy = [rtt_accuracy(folder, label[4:]) for label, folder, _ in runs
-                if label.startswith("rtt-")]
+                if label.startswith("rtt-")]   # the first repeat's
     if accuracy and all("measured_median_ms" in a for a in accuracy):
         figures.append(plots.grouped_bars(
             [a["group"] for a in accuracy],
@@ -215,35 +223,25 @@ def report(runs, out: Path):
 
 
 def verdicts(runs) -> list[dict]:
-    """Each claim beside the runs: holds when it holds at every flow count measured."""
+    """Each claim beside the runs, flow count by flow count: it holds where the two
+    algorithms' 95 % intervals separate in the seed's direction, at every count."""
     by_n: dict[int, dict[str, dict]] = {}
     for label, _, m in runs:
         if not label.startswith("rtt-"):
             name, n = _point(label)
             by_n.setdefault(n, {})[name] = m
-    points = sorted(n for n, ms in by_n.items() if len(ms) == len(ALGORITHMS))
-
-    def compare(key, a, b, better, fmt=lambda v: f"{v:.3g}", value=None):
-        value = value or (lambda m: _nan(m.get(key)))
-        shown, misses = [], []
-        for n in points:
-            va, vb = value(by_n[n][a]), value(by_n[n][b])
-            shown.append(f"{n}f: {a.upper()} {fmt(va)} vs {b.upper()} {fmt(vb)}")
-            if not better(va, vb):
-                misses.append(f"{n}f")
-        return bool(points) and not misses, "; ".join(shown) + (
-            f" -- not at {', '.join(misses)}" if misses else "")
+    points = {f"{n}f": by_n[n] for n in sorted(by_n) if len(by_n[n]) == len(ALGORITHMS)}
 
     def fragile_share(m):
         groups = m.get("group_goodput_mbps", {})
         total = sum(groups.get(g, {}).get("mean", 0.0) for g in GROUPS)
-        return groups.get("fragile", {}).get("mean", math.nan) / total if total else math.nan
+        return 100 * groups.get("fragile", {}).get("mean", math.nan) / total if total else math.nan
 
-    results = [compare("goodput_mbps", "ecn", "red", lambda a, b: a > b),
-               compare("jain", "aecn", "ecn", lambda a, b: a > b),
-               compare("dropped", "aecn", "ecn", lambda a, b: a < b, fmt=lambda v: f"{v:.0f}"),
-               compare("lockout", "aecn", "ecn", lambda a, b: a < b, fmt=lambda v: f"{v:.0f}"),
-               compare("", "aecn", "ecn", lambda a, b: a > b, value=fragile_share,
-                       fmt=lambda v: f"{100 * v:.1f} %")]
-    return [{"claim": claim, "ours": text, "verdict": "holds" if ok else "differs"}
-            for claim, (ok, text) in zip(CLAIMS, results)]
+    parts = [stats.versus(points, "ecn", "red", stats.metric("goodput_mbps"), larger=True),
+             stats.versus(points, "aecn", "ecn", stats.metric("jain"), larger=True),
+             stats.versus(points, "aecn", "ecn", stats.metric("dropped"), larger=False,
+                          digits=".0f"),
+             stats.versus(points, "aecn", "ecn", stats.metric("lockout"), larger=False,
+                          digits=".0f"),
+             stats.versus(points, "aecn", "ecn", fragile_share, larger=True, digits=".1f")]
+    return [stats.claim_row(claim, part) for claim, part in zip(CLAIMS, parts)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from analysis import plots
+from analysis import plots, stats
 from control_plane.aqm import Aqm, Blue, Newque, Pi, RedEcn, Rem
 from experiments.spec import Flow, RunSpec
 from topologies.dumbbell import DumbbellSpec
@@ -117,7 +117,9 @@ def _point(label: str) -> tuple[str, int | None, int | None]:
 
 def _value(m: dict, key: str) -> float:
     value = m.get(key, math.nan)
-    return 100 * value if key == "utilisation" and not math.isnan(value) else value
+    if key != "utilisation":
+        return value
+    return value.scaled(100) if isinstance(value, stats.Estimate) else 100 * value
 
 
 METRICS = {  # key in metrics.json -> (axis label, table column)
@@ -129,7 +131,7 @@ METRICS = {  # key in metrics.json -> (axis label, table column)
 
 
 def _fmt(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value:.2f}"
+    return "-" if math.isnan(value) else f"{value:.2f}"   # an Estimate: with its interval
 
 
 def report(runs, out: Path):
@@ -142,6 +144,7 @@ def report(runs, out: Path):
         row.update({column: _fmt(_value(source, key)) for key, (_, column) in METRICS.items()})
         row["marks"] = source.get("marks", "-")
         row["BMv2 tail drops"] = source.get("tail_drops_bmv2", "-")
+        row["switch kept rate"] = _fmt(source.get("service_ratio", math.nan))
         rows.append(row)
     figures = []
     sweeps = (("flows", lambda f, b: b == BUFFER, 1, "number of TCP flows", "flows"),
@@ -183,8 +186,9 @@ def report(runs, out: Path):
 
 
 def verdicts(runs) -> list[dict]:
-    """Each claim beside what the runs show: holds when NEWQUE does what the paper says
-    at every point measured, differs otherwise (naming where)."""
+    """Each claim beside what the runs show, point by point (flows/buffer): it holds where
+    NEWQUE's 95 % interval is clear of every other algorithm's (or of the paper's bound)
+    on the paper's side, and differs where one lies clear on the other side."""
     by_point: dict[tuple[int, int], dict[str, dict]] = {}
     for label, _, m in runs:
         name, flows, buffer = _point(label)
@@ -192,32 +196,34 @@ def verdicts(runs) -> list[dict]:
             by_point.setdefault((flows, buffer), {})[name] = m
     points = sorted(p for p, ms in by_point.items() if "newque" in ms and len(ms) > 1)
 
-    def best(key: str, lowest: bool = True) -> tuple[bool, str]:
-        misses, shown = [], []
+    def where(point: tuple[int, int]) -> str:
+        return f"{point[0]}f/{point[1]}b"
+
+    def best(key: str) -> list[tuple[str, str]]:
+        """NEWQUE lowest of all."""
+        parts = []
         for point in points:
             ms = by_point[point]
-            ours = _value(ms["newque"], key)
-            others = {n: _value(m, key) for n, m in ms.items() if n != "newque"}
-            winner = min(others, key=others.get) if lowest else max(others, key=others.get)
-            shown.append(f"{point[0]}f/{point[1]}b: NEWQUE {ours:.2f}, best other "
-                         f"{winner.upper()} {others[winner]:.2f}")
-            if (ours > others[winner]) if lowest else (ours < others[winner]):
-                misses.append(f"{point[0]}f/{point[1]}b")
-        return not misses, "; ".join(shown) + (f" -- not at {', '.join(misses)}" if misses else "")
+            ours = stats.over(ms["newque"], lambda m: _value(m, key))
+            others = {n: stats.over(m, lambda m: _value(m, key))
+                      for n, m in ms.items() if n != "newque"}
+            winner = min(others, key=others.get)
+            parts.append((f"{where(point)}: NEWQUE {ours:.2f}, best other {winner.upper()} "
+                          f"{others[winner]:.2f}",
+                          stats.overall([stats.compare(ours, o, larger=False)
+                                         for o in others.values()])))
+        return parts
 
-    def everywhere(key: str, test, where=lambda p: True) -> tuple[bool, str]:
-        chosen = [p for p in points if where(p)]
-        values = {p: _value(by_point[p]["newque"], key) for p in chosen}
-        misses = [f"{p[0]}f/{p[1]}b" for p, v in values.items() if not test(v)]
-        shown = "; ".join(f"{p[0]}f/{p[1]}b: {v:.2f}" for p, v in values.items())
-        return bool(chosen) and not misses, shown + (
-            f" -- not at {', '.join(misses)}" if misses else "")
+    def bound(key: str, limit: float, larger: bool, chosen=lambda p: True):
+        values = {p: stats.over(by_point[p]["newque"], lambda m: _value(m, key))
+                  for p in points if chosen(p)}
+        return [(f"{where(p)}: {v:.2f}", stats.compare(v, limit, larger))
+                for p, v in values.items()]
 
-    results = [best("queue"), best("queueing_delay_ms")]
-    below, low_text = everywhere("loss_percent", lambda v: v < 0.5)
-    lowest, lowest_text = best("loss_percent")
-    results.append((below and lowest, f"below 0.5 %: {low_text}; lowest: {lowest_text}"))
-    results.append(everywhere("utilisation", lambda v: v > 99.0,
-                              lambda p: p[0] > 150 or p[1] != BUFFER))
-    return [{"claim": claim, "ours": text, "verdict": "holds" if ok else "differs"}
-            for claim, (ok, text) in zip(CLAIMS, results)]
+    lowest_loss = best("loss_percent")
+    below = bound("loss_percent", 0.5, larger=False)
+    loss = [(f"{low_text} (lowest: {best_text})", stats.overall([low, lowest]))
+            for (low_text, low), (best_text, lowest) in zip(below, lowest_loss)]
+    parts = [best("queue"), best("queueing_delay_ms"), loss,
+             bound("utilisation", 99.0, larger=True, chosen=lambda p: p[0] > 150 or p[1] != BUFFER)]
+    return [stats.claim_row(claim, part) for claim, part in zip(CLAIMS, parts)]

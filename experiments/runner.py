@@ -295,7 +295,7 @@ class Run:
         ports = {}
         for port in plan.ports:
             if port == plan.bottleneck_port:
-                config = PortConfig(port=port, aqm=spec.aqm, link_pps=bn.pps,
+                config = PortConfig(port=port, aqm=spec.aqm, link_pps=bn.pps, seed=spec.seed,
                                     telemetry_interval=spec.telemetry_interval)
                 ports[port] = PortView(config, loop=spec.loop)
             else:
@@ -392,11 +392,15 @@ class Run:
                         "-P", str(flow.streams)]
                 window = ["-w", str(flow.window)] if flow.window else []
             else:   # the userspace MECN/RFC 3168 Reno over UDP
+                # Neither end abandons a flow in a long backoff before the run ends: ns-2's
+                # and Linux's senders keep retrying far longer than a run.
                 server = [sys.executable, "-m", "transport", "receive", "--port", str(port),
                           "--first-wait", str(spec.duration + GRACE),
+                          "--idle", str(spec.duration + GRACE),
                           "--out", str(flows_dir / f"flow{k:03d}-receiver.json")]
                 argv = [sys.executable, "-m", "transport", "send", "--to", data_dst.ip,
                         "--port", str(port), "--time", f"{duration:.2f}", "--flow", str(k),
+                        "--give-up", f"{spec.duration + GRACE:.0f}",
                         "--response", flow.transport]
                 window = ["--window", str(flow.window)] if flow.window else []
             userspace = flow.transport != "kernel"   # says "ready" once its socket is bound

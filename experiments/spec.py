@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from control_plane.aqm import Aqm
 from control_plane.controller import LoopSpec
@@ -52,6 +52,19 @@ class RunSpec:
     loop: LoopSpec | None = None
     measure_from: float = 0.0        # metrics skip the warm-up before this time (s)
     telemetry_interval: float = 0.01
+    # Repeat k of a configuration runs with seed k: the switch's random stream, the delay
+    # lines' losses.
+    seed: int = 1
+    # experiments/factors.py's changes to the experiment's own run, as (name, value)
+    factors: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def folder(self) -> str:
+        """The run's folder name: one per configuration and repeat."""
+        return f"{self.label}.s{self.seed}"
+
+    def repeat(self, seed: int) -> "RunSpec":
+        return replace(self, seed=seed, topology=replace(self.topology, seed=seed))
 
     def check(self) -> None:
         n_send, n_recv = self.topology.hosts()
@@ -69,5 +82,7 @@ class RunSpec:
                 raise ValueError(f"{self.label}: flow {flow} runs outside [0, {self.duration}] s")
         if not self.flows and self.transfers is None:
             raise ValueError(f"{self.label}: no traffic")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 1:
+            raise ValueError(f"{self.label}: seed must be a positive integer, got {self.seed!r}")
         if not 0 <= self.measure_from < self.duration:
             raise ValueError(f"{self.label}: measure_from must be inside the run")

@@ -82,3 +82,14 @@ async def switch(testbed, artifacts):
         for port, host in HOSTS.items():
             await sw.add_route(f"{host.ip}/32", port, src_mac=host.gateway_mac, dst_mac=host.mac)
         yield sw
+
+
+@pytest.fixture
+def can_run():
+    """What an experiment run needs: the P4 toolchain, root, Mininet and the traffic tools."""
+    reason = skip_reason_for_switch()
+    if reason:
+        pytest.skip(reason)
+    for tool in ("mnexec", "iperf3", "ping", "tc"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"needs {tool} (make setup installs it)")

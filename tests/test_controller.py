@@ -10,7 +10,7 @@ import pytest
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import amecn_step, ared_step
-from control_plane.aqm import DropTail, Mecn, PortConfig, Red
+from control_plane.aqm import ConfigError, DropTail, Mecn, PortConfig, Red
 from control_plane.controller import Controller, LoopSpec, PortView, Route
 from control_plane.golden import Arrival, PortModel
 from traffic import HOSTS, paced, send_paced, udp_packet
@@ -118,6 +118,27 @@ async def test_amecn_moves_p1max_by_the_formula_and_keeps_p2max(make_controller,
         assert params["slope2"] == fp.to_slope(0.2 / (15 - 11.25))
     assert up[-1][0].new > 0.1, [(s.avg, s.old, s.new) for s, _ in up]
     assert all(s.new < s.old for s, _ in down), [(s.avg, s.old, s.new) for s, _ in down]
+
+
+async def test_amecn_with_both_maxima_moves_p2max_with_p1max(make_controller, testbed):
+    ctl = await make_controller(Mecn(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.2,
+                                     wq=0.05, limit=2000))
+    await ctl.set_loop(PORT, LoopSpec("amecn", pmax="both"), run=False)
+    overload = load(testbed, 260, 2.5)
+    up = await run_steps(ctl, "amecn", 4)
+    await overload
+    for step, (action, params) in up:
+        assert step.new == amecn_step(step.old, step.avg, 5).value
+        assert params["slope1"] == fp.to_slope(step.new / (11.25 - 5))
+        assert params["slope2"] == fp.to_slope(step.new / (15 - 11.25))
+    assert up[-1][0].new > 0.1, [(s.avg, s.old, s.new) for s, _ in up]
+    assert ctl.ports[PORT].config.aqm.p2max == up[-1][0].new
+
+
+def test_only_amecn_adapts_both_maxima():
+    with pytest.raises(ConfigError, match="pmax policy 'both': p1, or both for amecn"):
+        LoopSpec("ared", pmax="both").check(PortConfig(port=1, aqm=Red(minth=5, maxth=15),
+                                                       link_pps=1000))
 
 
 async def test_telemetry_at_a_configured_rate_matches_the_model(make_controller, testbed):

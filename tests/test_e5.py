@@ -6,6 +6,7 @@ import csv
 import json
 
 from experiments import e5
+from experiments.__main__ import configurations
 from experiments.catalog import PlanOptions
 
 
@@ -56,14 +57,19 @@ def metrics(goodput, jain, dropped, lockout, fragile):
 
 
 def test_verdicts_hold_only_where_every_point_agrees(tmp_path):
-    runs = [(f"{name}-{n}f", tmp_path, m) for n, ms in {
-        15: {"red": metrics(8.0, 0.7, 500, 2, 0.1), "ecn": metrics(9.0, 0.8, 300, 1, 0.2),
-             "aecn": metrics(9.1, 0.9, 200, 0, 0.4)},
-        60: {"red": metrics(8.0, 0.7, 500, 2, 0.1), "ecn": metrics(9.0, 0.8, 300, 0, 0.2),
-             "aecn": metrics(9.1, 0.75, 200, 0, 0.4)}}.items() for name, m in ms.items()]
-    verdicts = {v["claim"]: v for v in e5.verdicts(runs)}
-    assert [v["verdict"] for v in verdicts.values()] == ["holds", "differs", "holds", "differs",
-                                                         "holds"]
+    points = {15: {"red": (8.0, 0.7, 500, 2, 0.1), "ecn": (9.0, 0.8, 300, 1, 0.2),
+                   "aecn": (9.1, 0.9, 200, 0, 0.4)},
+              60: {"red": (8.0, 0.7, 500, 2, 0.1), "ecn": (9.0, 0.8, 300, 0, 0.2),
+                   "aecn": (9.1, 0.75, 200, 0, 0.4)}}
+    # Three repeats each, a little apart: intervals narrow enough to separate.
+    runs = [(f"{name}-{n}f", tmp_path / f"{name}-{n}f.s{seed}",
+             {**metrics(*(v * (1 + 0.001 * (seed - 2)) for v in values)), "seed": seed})
+            for n, ms in points.items() for name, values in ms.items() for seed in (1, 2, 3)]
+    verdicts = {v["claim"]: v for v in e5.verdicts(configurations(runs, e5.plan(PlanOptions())))}
+    # Lockout 0 against 0 at 60 flows: no separation, so that claim is not decided.
+    assert [v["verdict"] for v in verdicts.values()] == [
+        "holds", "differs", "holds", "not distinguishable", "holds"]
     jain = verdicts[e5.CLAIMS[1]]["ours"]
-    assert "15f: AECN 0.9 vs ECN 0.8" in jain and jain.endswith("-- not at 60f")
-    assert "60f: AECN 0 vs ECN 0" in verdicts[e5.CLAIMS[3]]["ours"]
+    assert "15f: AECN 0.9 ± 0.00224 (n=3) vs ECN 0.8 ± 0.00199 (n=3)" in jain
+    assert jain.endswith("-- not at 60f")
+    assert "60f: AECN 0 ± 0 (n=3) vs ECN 0 ± 0 (n=3)" in verdicts[e5.CLAIMS[3]]["ours"]

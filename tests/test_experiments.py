@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from experiments.__main__ import ResumeError, finished, resumable
+from experiments import factors
 from experiments.catalog import EXPERIMENTS, PlanOptions
 from experiments.runner import jsonable
 
@@ -15,10 +16,10 @@ SPECS = EXPERIMENTS["e5"].plan(PlanOptions())
 
 
 def ran(folder, spec, metrics=True, config=None):
-    (folder / spec.label).mkdir(parents=True)
-    (folder / spec.label / "config.json").write_text(json.dumps(config or jsonable(spec)))
+    (folder / spec.folder).mkdir(parents=True)
+    (folder / spec.folder / "config.json").write_text(json.dumps(config or jsonable(spec)))
     if metrics:
-        (folder / spec.label / "metrics.json").write_text("{}")
+        (folder / spec.folder / "metrics.json").write_text("{}")
 
 
 def test_a_run_counts_as_finished_only_with_its_metrics_and_the_same_spec(tmp_path):
@@ -59,3 +60,15 @@ def test_resume_refuses_another_experiment_s_folder(folder):
 def test_resume_refuses_a_folder_without_a_build(tmp_path):
     with pytest.raises(ResumeError, match="no build"):
         resumable(tmp_path, "e5", SPECS)
+
+
+def test_resume_refuses_finished_runs_made_with_other_factors(tmp_path):
+    """Resumed without its --factor, the finished run would look unfinished and be
+    deleted: refused instead, naming the factors it ran with."""
+    (tmp_path / "build").mkdir()
+    changed = factors.apply(SPECS[1], (("buffer", "60"),))
+    assert changed.folder == SPECS[1].folder
+    ran(tmp_path, changed)
+    with pytest.raises(ResumeError, match="factors buffer=60\\): resume with the options"):
+        resumable(tmp_path, "e5", SPECS)
+    assert (tmp_path / changed.folder / "metrics.json").is_file()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import skip_reason_for_switch
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]
 
@@ -32,16 +30,6 @@ EXIT_TIMEOUT = 90.0      # s from the signal to the exit (the teardown is bounde
 LINE = re.compile(r"experiments: interrupted during (?P<where>[^;]+); (?P<rest>.+)")
 # Interfaces of the smoke topology's nodes (s1, h1, h2, r1, r2, b1, dh1, dh2, dbn).
 INTERFACE = re.compile(r"(s1|h\d+|r\d+|b1|dh\d+|dbn)-eth\d+|br0")
-
-
-@pytest.fixture
-def can_run():
-    reason = skip_reason_for_switch()
-    if reason:
-        pytest.skip(reason)
-    for tool in ("mnexec", "iperf3", "ping", "tc"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"needs {tool} (make setup installs it)")
 
 
 def parent_and_start(pid: int) -> tuple[int, str]:
@@ -83,6 +71,7 @@ class Experiment:
     """`python -m experiments run smoke` in a subprocess, its descendants sampled as it runs."""
 
     out: Path
+    options: tuple[str, ...] = ()
     seen: dict[int, Seen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -92,7 +81,8 @@ class Experiment:
         self.stderr = open(self.stderr_path, "w")
         # A process group of its own, as a shell's job: a "terminal" Ctrl-C reaches it all.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "experiments", "run", "smoke", "--out", str(self.out)],
+            [sys.executable, "-m", "experiments", "run", "smoke", "--out", str(self.out),
+             *self.options],
             cwd=REPO, stdout=self.stdout, stderr=self.stderr, process_group=0)
 
     def sample(self) -> None:
@@ -275,4 +265,4 @@ def test_between_runs_the_line_names_the_finished_run_and_the_command_finishes_t
                              timeout=PHASE_TIMEOUT)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "1 runs done, 1 to go" in resumed.stdout
-    assert (folder / "red_ecn" / "metrics.json").is_file()
+    assert (folder / "red_ecn.s1" / "metrics.json").is_file()

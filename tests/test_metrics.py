@@ -123,6 +123,8 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert m["queue"] == pytest.approx((6 + 10) / 2)
     assert m["queueing_delay_ms"] == pytest.approx(80.0)
     assert m["pmax_final"] == 0.2
+    # 6 packets ahead waited 60 ms, 10 waited 100 ms: served at 100/s, the configured rate.
+    assert m["service_ratio"] == pytest.approx(1.0)
     assert m["goodput_mbps"] == pytest.approx((8 * 3 + 8 * 1 + 8 * 1.5) / 3)
     assert m["throughput_mbps"] == pytest.approx(
         (8 * 3 + 8 * (1 + 10 * 1448e-6) + 8 * (3 + 10 * 1460e-6)) / 3)
@@ -183,3 +185,16 @@ def test_streams_that_never_connected_are_locked_out_flows(tmp_path):
     assert [(r["stream"], r["error"]) for r in rows[:3]] == [
         ("0", ""), ("1", ""), ("2", "never connected")]
     assert float(rows[2]["seconds"]) == pytest.approx(3.0)
+
+
+def test_a_switch_that_serves_slower_than_configured_shows_in_the_service_ratio(tmp_path):
+    """100 packets/s configured; a packet with 10 ahead waited 200 ms (0.5 of the rate),
+    one with 12 ahead 300 ms (0.4)."""
+    rows = [(1.0, 1, 0.5), (1.2, 2, 1.0), (1.5, 10, 200.0), (2.0, 12, 300.0)]
+    telemetry = [{"t": t, "avg": 8.0, "qdepth": q, "prob": 0.0, "sojourn_ms": ms, "pmax": 0.1}
+                 for t, q, ms in rows]
+    write_run(tmp_path, [("", iperf(1000, 1000, 3.0, 0))],
+              [counter_row(0.0, 0, 0), counter_row(3.0, 200, 200)], telemetry)
+    # The records with 1 and 2 packets ahead (20 times the rate) are too few to time the
+    # service: with them the median would be 20.
+    assert run_metrics(tmp_path)["service_ratio"] == pytest.approx(0.5)

@@ -1,0 +1,162 @@
+"""Repeated runs: a metric as its mean with a 95 % confidence interval, and a paper's claim
+judged by whether the intervals separate.
+
+Student's t interval (scipy's t quantile): runs of one configuration are independent
+(their own seeds, network and switch), their number small, their spread unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from scipy.stats import t as student_t
+
+LEVEL = 0.95
+HOLDS, DIFFERS, UNCLEAR = "holds", "differs", "not distinguishable"
+
+
+class Estimate(float):
+    """A metric over repeats: its float value is the mean of the finite values; `half` is
+    the 95 % interval's half-width (nan with fewer than two). Formatting shows the
+    interval, `f"{e:.2f}"` -> "12.30 ± 0.45 (n=3)"; arithmetic gives plain floats."""
+
+    values: tuple[float, ...]
+    half: float
+
+    def __new__(cls, values: Iterable[float]) -> "Estimate":
+        values = tuple(float(v) for v in values)
+        finite = [v for v in values if math.isfinite(v)]
+        mean = math.fsum(finite) / len(finite) if finite else math.nan
+        self = super().__new__(cls, mean)
+        self.values = values
+        if len(finite) >= 2:
+            sd = math.sqrt(math.fsum((v - mean) ** 2 for v in finite) / (len(finite) - 1))
+            self.half = float(student_t.ppf(0.5 + LEVEL / 2, len(finite) - 1)) * sd \
+                / math.sqrt(len(finite))
+        else:
+            self.half = math.nan
+        return self
+
+    @property
+    def n(self) -> int:
+        return sum(math.isfinite(v) for v in self.values)
+
+    @property
+    def low(self) -> float:
+        return float(self) - self.half
+
+    @property
+    def high(self) -> float:
+        return float(self) + self.half
+
+    def scaled(self, factor: float) -> "Estimate":
+        return Estimate(v * factor for v in self.values)
+
+    def __format__(self, spec: str) -> str:
+        mean = format(float(self), spec)
+        if math.isnan(self.half):
+            return mean if len(self.values) <= 1 else f"{mean} (n={self.n})"
+        return f"{mean} ± {format(self.half, spec)} (n={self.n})"
+
+    def __str__(self) -> str:
+        """Mean and interval with as many decimals as the mean's size calls for."""
+        size = abs(float(self))
+        return format(self, ".0f" if size >= 100 else ".2f" if size >= 1 else ".3g")
+
+    def __repr__(self) -> str:
+        return f"Estimate({list(self.values)!r})"
+
+    def __reduce__(self):
+        return Estimate, (self.values,)
+
+
+def half_width(value: float) -> float:
+    """The interval's half-width of an Estimate, 0 for a plain number (plots' error bars)."""
+    return value.half if isinstance(value, Estimate) and not math.isnan(value.half) else 0.0
+
+
+def combine(repeats: Sequence[dict], folders: Sequence[Path] = ()) -> dict:
+    """Metrics of several runs of one configuration as one dict: numbers become Estimates,
+    dicts are combined key by key, anything else keeps the first run's value. "repeats"
+    keeps the runs' own metrics and "folders" their folders, for quantities derived per
+    run."""
+    out = _combine(repeats)
+    out["repeats"], out["folders"] = list(repeats), list(folders)
+    return out
+
+
+def _combine(items: Sequence) -> object:
+    first = items[0]
+    if isinstance(first, bool) or not isinstance(first, (int, float, dict)):
+        return first
+    if isinstance(first, dict):
+        keys = list(dict.fromkeys(k for item in items if isinstance(item, dict) for k in item))
+        return {k: _combine([item.get(k, math.nan) if isinstance(item, dict) else math.nan
+                             for item in items]) for k in keys}
+    return Estimate(v if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+                    for v in items)
+
+
+def over(m: dict, value: Callable[[dict], float]) -> Estimate:
+    """A quantity derived from each run's own metrics (a ratio, a share), over the repeats
+    of a combined metrics dict."""
+    return Estimate(value(run) for run in m.get("repeats", [m]))
+
+
+def over_folders(m: dict, value: Callable[[Path], float]) -> Estimate:
+    """A quantity computed from each run's raw data, over the repeats."""
+    return Estimate(value(folder) for folder in m.get("folders", []))
+
+
+def compare(a: Estimate, b: Estimate | float, larger: bool) -> str:
+    """HOLDS when a's interval lies entirely above b's (below, if not `larger`), DIFFERS when
+    it lies entirely on the other side, UNCLEAR when they overlap or one has no interval
+    (a single run). b may be a constant (the paper's figure)."""
+    lo_b, hi_b = (b.low, b.high) if isinstance(b, Estimate) else (b, b)
+    if any(math.isnan(x) for x in (a.low, a.high, lo_b, hi_b)):
+        return UNCLEAR
+    above, below = a.low > hi_b, a.high < lo_b
+    if above or below:
+        return HOLDS if above == larger else DIFFERS
+    return UNCLEAR
+
+
+def overall(verdicts: Sequence[str]) -> str:
+    """A claim made at several points: it differs if it differs at one, holds only if it
+    holds at all."""
+    if not verdicts:
+        return UNCLEAR
+    if DIFFERS in verdicts:
+        return DIFFERS
+    return HOLDS if all(v == HOLDS for v in verdicts) else UNCLEAR
+
+
+def claim_row(claim: str, parts: Sequence[tuple[str, str]]) -> dict:
+    """A claim table row from (where: "text", verdict) pairs, one per point measured."""
+    verdict = overall([v for _, v in parts])
+    text = "; ".join(t for t, _ in parts)
+    misses = list(dict.fromkeys(t.split(":")[0] for t, v in parts if v != HOLDS))
+    if misses and verdict != HOLDS and len(parts) > 1:
+        text += f" -- not at {', '.join(misses)}"
+    return {"claim": claim, "ours": text, "verdict": verdict}
+
+
+def versus(points: dict[str, dict[str, dict]], a: str, b: str, value: Callable[[dict], float],
+           larger: bool, digits: str = ".3g") -> list[tuple[str, str]]:
+    """At every point (e.g. "15f") holding both, a's quantity against b's: the parts of a
+    claim row. `points` maps a point to each algorithm's combined metrics; `value` reads
+    one run's metrics."""
+    parts = []
+    for where, runs in points.items():
+        if a in runs and b in runs:
+            va, vb = over(runs[a], value), over(runs[b], value)
+            parts.append((f"{where}: {a.upper()} {va:{digits}} vs {b.upper()} {vb:{digits}}",
+                          compare(va, vb, larger)))
+    return parts
+
+
+def metric(key: str) -> Callable[[dict], float]:
+    """One run's value of a metric, nan when the run lacks it."""
+    return lambda m: m.get(key, math.nan) if m.get(key) is not None else math.nan

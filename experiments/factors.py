@@ -1,0 +1,178 @@
+"""One factor changed at a time: the controlled runs that explain why a claim does not hold.
+
+`--factor NAME=VALUE` (repeatable) changes every run of a plan the same way before it runs;
+the run's config.json records the changed run, the summary names the factors, and
+`--resume` needs the same ones. A factor that does not apply to a run (gentle for a PI
+queue, a transport for short transfers) is an error, not silently ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Callable
+
+from experiments.spec import TRANSPORTS, RunSpec
+from topologies.dumbbell import DumbbellSpec
+
+CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+
+
+class FactorError(ValueError):
+    """An unknown factor, a bad value, or one the run has nothing to apply it to."""
+
+
+def _aqm_field(name: str, value) -> Callable[[RunSpec], RunSpec]:
+    def apply(spec: RunSpec) -> RunSpec:
+        if name not in {f.name for f in fields(spec.aqm)}:
+            raise FactorError(f"{spec.label}: {type(spec.aqm).__name__} has no {name}")
+        return replace(spec, aqm=replace(spec.aqm, **{name: value}))
+    return apply
+
+
+def _links(spec: RunSpec, change) -> RunSpec:
+    topo = spec.topology
+    if isinstance(topo, DumbbellSpec):
+        return replace(spec, topology=replace(topo, bottleneck=change(topo.bottleneck)))
+    return replace(spec, topology=replace(topo, links=tuple(change(link) for link in topo.links)))
+
+
+def _buffer(value: int) -> Callable[[RunSpec], RunSpec]:
+    def apply(spec: RunSpec) -> RunSpec:
+        spec = _links(spec, lambda link: replace(link, buffer=value))
+        return _aqm_field("limit", value)(spec)
+    return apply
+
+
+def _rate(value: float) -> Callable[[RunSpec], RunSpec]:
+    return lambda spec: _links(spec, lambda link: replace(link, mbps=value))
+
+
+def _packet(value: int) -> Callable[[RunSpec], RunSpec]:
+    """Packets of `value` bytes at the same packet rate (the hosts' MTU follows); the
+    userspace senders' segments are fixed at 1500 bytes."""
+    def apply(spec: RunSpec) -> RunSpec:
+        if any(f.transport != "kernel" for f in spec.flows):
+            raise FactorError(f"{spec.label}: the userspace senders send 1500-byte packets "
+                              "(add --factor transport=kernel)")
+        return _links(spec, lambda link: replace(
+            link, packet_bytes=value, mbps=link.mbps * value / link.packet_bytes))
+    return apply
+
+
+def _cc(value: str) -> Callable[[RunSpec], RunSpec]:
+    def apply(spec: RunSpec) -> RunSpec:
+        if spec.flows and all(f.transport != "kernel" for f in spec.flows):
+            raise FactorError(f"{spec.label}: its senders are userspace Reno, not Linux's "
+                              "(add --factor transport=kernel)")
+        return replace(spec, topology=replace(spec.topology, congestion_control=value))
+    return apply
+
+
+def _transport(value: str) -> Callable[[RunSpec], RunSpec]:
+    def apply(spec: RunSpec) -> RunSpec:
+        if not spec.flows:
+            raise FactorError(f"{spec.label}: no long-lived flows to change the transport of")
+        if value != "kernel" and any(f.streams > 1 for f in spec.flows):
+            raise FactorError(f"{spec.label}: its flows are iperf3 processes of several "
+                              "streams; a userspace sender carries one")
+        return replace(spec, flows=tuple(replace(f, transport=value) for f in spec.flows))
+    return apply
+
+
+def _ecn(value: bool) -> Callable[[RunSpec], RunSpec]:
+    return lambda spec: replace(spec, topology=replace(spec.topology, ecn=value))
+
+
+def _pmax(value: str) -> Callable[[RunSpec], RunSpec]:
+    def apply(spec: RunSpec) -> RunSpec:
+        if spec.loop is None or spec.loop.kind != "amecn":
+            raise FactorError(f"{spec.label}: no AMECN loop (e.g. --only 'amecn-*')")
+        return replace(spec, loop=replace(spec.loop, pmax=value))
+    return apply
+
+
+def _number(low: float, high: float, kind=float):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise FactorError(f"{text[:40]!r} is not a{'n integer' if kind is int else ' number'}")
+        if not low <= value <= high:
+            raise FactorError(f"{value} is outside [{low:g}, {high:g}]")
+        return value
+    return parse
+
+
+def _choice(options: tuple[str, ...]):
+    def parse(text: str) -> str:
+        if text not in options:
+            raise FactorError(f"{text[:40]!r} is not one of {', '.join(options)}")
+        return text
+    return parse
+
+
+def _flag(text: str) -> bool:
+    if text not in ("0", "1"):
+        raise FactorError(f"{text[:40]!r} is not 0 or 1")
+    return text == "1"
+
+
+@dataclass(frozen=True)
+class Factor:
+    what: str
+    parse: Callable[[str], object]
+    change: Callable[[object], Callable[[RunSpec], RunSpec]]
+
+
+FACTORS: dict[str, Factor] = {
+    "transport": Factor("every long-lived flow's sender (kernel: Linux TCP)",
+                        _choice(TRANSPORTS), _transport),
+    "buffer": Factor("packets of the bottleneck queue(s), and the AQM's limit",
+                     _number(1, 100_000, int), _buffer),
+    "rate": Factor("Mb/s of the bottleneck link(s), at their packet size",
+                   _number(0.01, 1000), _rate),
+    "packet": Factor("bytes per packet (the hosts' MTU), at the same packets/s",
+                     _number(100, 1500, int), _packet),
+    "gentle": Factor("RED's gentle region, 0 or 1", _flag, lambda v: _aqm_field("gentle", v)),
+    "wq": Factor("the AQM's EWMA weight", _number(1e-6, 1), lambda v: _aqm_field("wq", v)),
+    "maxp": Factor("RED's maxp", _number(1e-6, 1), lambda v: _aqm_field("maxp", v)),
+    "p2max": Factor("MECN's P2max", _number(0, 1), lambda v: _aqm_field("p2max", v)),
+    "pmax": Factor("which maximum AMECN adapts: p1 (P1max only), both (P2max follows)",
+                   _choice(("p1", "both")), _pmax),
+    "cc": Factor("Linux congestion control of kernel TCP flows",
+                 _choice(CONGESTION_CONTROLS), _cc),
+    "ecn": Factor("the hosts' ECN (tcp_ecn), 0 or 1", _flag, _ecn),
+}
+
+
+def parse(texts: list[str]) -> tuple[tuple[str, str], ...]:
+    """NAME=VALUE strings, checked; each name at most once."""
+    out: dict[str, str] = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep or name not in FACTORS:
+            raise FactorError(f"{text[:60]!r}: a factor is NAME=VALUE, NAME one of "
+                              f"{', '.join(FACTORS)}")
+        if name in out:
+            raise FactorError(f"factor {name} given twice")
+        try:
+            FACTORS[name].parse(value)
+        except FactorError as err:
+            raise FactorError(f"--factor {text[:60]}: {err}") from None
+        out[name] = value
+    return tuple(out.items())
+
+
+def apply(spec: RunSpec, factors: tuple[tuple[str, str], ...]) -> RunSpec:
+    """In FACTORS' order, whatever the command line's: the senders before what they need."""
+    order = list(FACTORS)
+    for name, value in sorted(factors, key=lambda f: order.index(f[0])):
+        try:
+            spec = FACTORS[name].change(FACTORS[name].parse(value))(spec)
+        except FactorError as err:
+            raise FactorError(f"--factor {name}={value}: {err}") from None
+    return replace(spec, factors=factors) if factors else spec
+
+
+def describe(factors: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{name}={value} ({FACTORS[name].what})" for name, value in factors)

@@ -1,0 +1,211 @@
+"""A plan's runs on a Dask cluster: one run per machine at a time, results sent back.
+
+Why Dask (distributed): research groups already run it on laptops, on SSH-reachable
+machines (`dask scheduler` + `dask worker`) and on Slurm/PBS (dask-jobqueue); it is pure
+Python from PyPI, needs no shared file system (a run's folder comes back as the task's
+result), and its worker resources give each run a whole machine: workers offer
+`machine=1` and every run asks for it, so BMv2 never shares cores with another run.
+
+The client keeps the folder: it skips finished runs (resume), sends each worker the
+folder's compiled program, and unpacks each run's folder as it comes back. A worker runs
+`python -m experiments run-one` in a subprocess (root, Mininet, its own signal handling)
+in a checkout of the same commit; a worker whose checkout plans the run differently is
+refused. `--dask local` starts a one-worker cluster on this machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from control_plane.build import Artifacts
+from experiments.catalog import PlanOptions
+from experiments.runner import REPO, jsonable
+from experiments.spec import RunSpec
+
+LOG = logging.getLogger("p4aqm.sweep")
+RESOURCE = {"machine": 1}
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+# Seconds a run may take beyond its duration (topology, checks, teardown, metrics).
+OVERHEAD = 300.0
+
+
+class SweepError(RuntimeError):
+    """A run failed on its worker, or the cluster cannot be reached."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    folder: str          # the run's folder name
+    host: str
+    seconds: float
+    archive: bytes       # the run's folder, tar.gz
+
+
+# Looked up once: the child between fork and exec (preexec_fn) only calls it.
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def _die_with_parent() -> None:
+    """In the run's process: SIGTERM (its clean teardown) when the worker dies."""
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def reap_orphans(timeout: float = 60.0) -> None:
+    """After a local cluster's close: wait for the runs its workers left, which end their
+    own topology on SIGTERM and were re-parented to us (the subreaper)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.1)
+    LOG.warning("processes of the local cluster still running after %.0f s", timeout)
+
+
+def execute(name: str, opts: PlanOptions, spec_json: dict, folder: str,
+            program: dict[str, bytes], log_level: str) -> RunResult:
+    """On a worker: one run into a temporary folder, returned packed."""
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="p4aqm-run-") as tmp:
+        build = Path(tmp) / "build"
+        build.mkdir()
+        for file, data in program.items():
+            (build / file).write_bytes(data)
+        spec_file = Path(tmp) / "spec.json"
+        spec_file.write_text(json.dumps(spec_json))
+        argv = [sys.executable, "-m", "experiments", "run-one", name, spec_json["label"],
+                "--seed", str(spec_json["seed"]), "--build", str(build), "--into", tmp,
+                "--expect", str(spec_file), "--log-level", log_level, *opts.flags()]
+        status, tail = _run_bounded(argv, spec_json["duration"] + OVERHEAD)
+        if status != 0:
+            raise SweepError(f"{folder} on {socket.gethostname()}: exit {status}: {tail}")
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+            tar.add(Path(tmp) / folder, arcname=folder)
+    return RunResult(folder, socket.gethostname(), time.monotonic() - began, archive.getvalue())
+
+
+def _run_bounded(argv: list[str], timeout: float) -> tuple[int, str]:
+    """The run's process, stopped through its own teardown (SIGTERM) if it overruns.
+    Returns its status and the last line it wrote."""
+    with tempfile.TemporaryFile("w+") as output:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=output, stderr=subprocess.STDOUT,
+                                text=True, preexec_fn=_die_with_parent)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        output.seek(0)
+        lines = output.read().strip().splitlines()
+    return proc.returncode, (lines[-1] if lines else "no output")
+
+
+class UnsafeArchive(SweepError):
+    """A returned archive for another run, with a member outside the run's folder, or with
+    anything but plain files and folders."""
+
+
+def unpack(result: RunResult, expected: str, into: Path) -> Path:
+    """The run's folder from its archive: plain files and folders under `expected` only,
+    written with our own owner and default modes (Python 3.11.2's tarfile has no
+    extraction filter yet)."""
+    target = (into / expected).resolve()
+    if result.folder != expected:
+        raise UnsafeArchive(f"{expected}: the worker on {result.host} returned "
+                            f"{result.folder[:80]!r}")
+    with tarfile.open(fileobj=io.BytesIO(result.archive), mode="r:gz") as tar:
+        members = tar.getmembers()
+        for member in members:
+            path = (into / member.name).resolve()
+            if not (member.isfile() or member.isdir()) or not path.is_relative_to(target):
+                raise UnsafeArchive(f"{expected} from {result.host}: refused archive "
+                                    f"member {member.name[:80]!r}")
+        for member in members:
+            tar.extract(member, into, set_attrs=False)
+    return target
+
+
+def program_files(artifacts: Artifacts) -> dict[str, bytes]:
+    return {p.name: p.read_bytes()
+            for p in (artifacts.bmv2_json, artifacts.p4info_txt, artifacts.p4info_bin)}
+
+
+def connect(address: str):
+    """A Dask client: `local` starts a one-worker cluster here (one run at a time, all
+    cores), anything else is a scheduler's address."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as err:
+        raise SweepError("--dask needs Dask: .venv/bin/pip install -e '.[sweep]'") from err
+    if address == "local":
+        _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        # The cluster's processes start with SIGINT ignored: a terminal's Ctrl-C reaches
+        # the whole process group, and only we (and the run, which handles it) answer it.
+        answer = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            cluster = LocalCluster(n_workers=1, threads_per_worker=1, resources=RESOURCE,
+                                   processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)
+        finally:
+            signal.signal(signal.SIGINT, answer)
+        return Client(cluster), cluster
+    try:
+        return Client(address, timeout="10s"), None
+    except (OSError, TimeoutError) as err:
+        raise SweepError(f"no Dask scheduler at {address}: {err}") from err
+
+
+def run_all(name: str, opts: PlanOptions, specs: list[RunSpec], folder: Path,
+            artifacts: Artifacts, address: str, log_level: str,
+            on_done: Callable[[RunSpec, Path, RunResult], None]) -> list[str]:
+    """Every run of `specs` on the cluster; each finished one is unpacked into `folder`
+    and handed to on_done. Returns the failures, one line each (the other runs go on)."""
+    from dask.distributed import as_completed
+    client, cluster = connect(address)
+    failures: list[str] = []
+    try:
+        workers = client.scheduler_info()["workers"].values()
+        if not any(w.get("resources", {}).get("machine") for w in workers):
+            raise SweepError(f"no worker of the scheduler at {address} offers a machine: start "
+                             "them with `dask worker ... --nthreads 1 --resources machine=1`")
+        program = program_files(artifacts)
+        futures = {client.submit(execute, name, opts, jsonable(spec), spec.folder, program,
+                                 log_level, key=f"{name}-{spec.folder}-{uuid.uuid4().hex}",
+                                 pure=False, resources=RESOURCE): spec for spec in specs}
+        for future in as_completed(futures):
+            spec = futures[future]
+            try:   # a failed run: the others go on, resume redoes it
+                result = future.result()
+                on_done(spec, unpack(result, spec.folder, folder), result)
+            except Exception as err:
+                failures.append(str(err) if isinstance(err, SweepError) else
+                                f"{spec.folder}: {type(err).__name__}: {err}")
+                LOG.warning("%s", failures[-1])
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+            reap_orphans()
+    return failures

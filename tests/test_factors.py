@@ -1,0 +1,104 @@
+"""--factor NAME=VALUE: one thing changed in every run of a plan, recorded, refused where it
+does not apply."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from experiments import factors
+from experiments.__main__ import main, resume_command
+from experiments.catalog import EXPERIMENTS, PlanOptions
+
+
+def runs(name: str, *texts: str, **opts):
+    return EXPERIMENTS[name].runs(PlanOptions(repeat=1, factors=factors.parse(list(texts)),
+                                              **opts))
+
+
+def test_buffer_changes_the_queue_and_the_aqm_s_limit_on_every_link():
+    for spec in runs("e1", "buffer=60"):
+        assert spec.topology.bottleneck.buffer == 60 and spec.aqm.limit == 60
+        assert spec.factors == (("buffer", "60"),)
+    for spec in runs("e4", "buffer=120"):
+        assert {link.buffer for link in spec.topology.links} == {120}
+        assert spec.aqm.limit == 120
+
+
+def test_packet_size_keeps_the_packet_rate_and_needs_kernel_senders():
+    for before, after in zip(runs("e1"), runs("e1", "packet=100")):
+        assert after.topology.bottleneck.packet_bytes == 100
+        assert after.topology.bottleneck.pps == before.topology.bottleneck.pps == 667
+    with pytest.raises(factors.FactorError, match="1500-byte packets"):
+        runs("e3", "packet=100")
+    # In FACTORS' order, not the command line's: the senders first.
+    assert {f.transport for f in runs("e3", "packet=500", "transport=kernel")[0].flows} == {
+        "kernel"}
+
+
+def test_the_transport_keeps_iperf3_s_streams_or_refuses():
+    before = {s.label: s for s in runs("e5", only="red-240f")}
+    after = runs("e5", "transport=kernel", only="red-240f")[0]
+    assert after.flows == before["red-240f"].flows          # already Linux TCP: unchanged
+    assert sum(f.streams for f in after.flows) == 240
+    with pytest.raises(factors.FactorError, match="a userspace sender carries one"):
+        runs("e5", "transport=mecn", only="red-240f")
+    with pytest.raises(factors.FactorError, match="senders are userspace Reno"):
+        runs("e3", "cc=cubic")
+
+
+def test_factors_change_only_what_they_name():
+    plain = {s.label: s for s in runs("e1")}
+    for spec in runs("e1", "gentle=1", "cc=cubic", only="reno-red*"):
+        before = plain[spec.label]
+        assert spec.aqm.gentle and spec.topology.congestion_control == "cubic"
+        assert spec.aqm.maxth == before.aqm.maxth and spec.flows == before.flows
+    flows = runs("e3", "transport=kernel", only="ared-20ms")[0].flows
+    assert len(flows) == 100 and {f.transport for f in flows} == {"kernel"}
+
+
+@pytest.mark.parametrize("texts, message", [
+    pytest.param(["speed=1"], "a factor is NAME=VALUE, NAME one of transport, buffer",
+                 id="unknown"),
+    pytest.param(["buffer"], "a factor is NAME=VALUE", id="no-value"),
+    pytest.param(["buffer=0"], "0 is outside [1, 100000]", id="out-of-range"),
+    pytest.param(["buffer=1.5"], "'1.5' is not an integer", id="not-an-integer"),
+    pytest.param(["gentle=yes"], "'yes' is not 0 or 1", id="not-a-flag"),
+    pytest.param(["cc=vegas"], "'vegas' is not one of reno, cubic, bbr", id="no-such-cc"),
+    pytest.param(["wq=nan"], "nan is outside", id="nan"),
+    pytest.param(["buffer=10", "buffer=20"], "factor buffer given twice", id="twice"),
+])
+def test_a_bad_factor_is_refused_before_anything_runs(texts, message):
+    with pytest.raises(factors.FactorError, match=re.escape(message)):
+        factors.parse(texts)
+
+
+def test_a_factor_the_run_lacks_is_an_error_naming_it():
+    with pytest.raises(factors.FactorError, match=r"gentle=1: pi-50f-300b: Pi has no gentle"):
+        runs("e6", "gentle=1", only="pi-*")
+    with pytest.raises(factors.FactorError, match="no long-lived flows"):
+        runs("e7", "transport=mecn")
+
+
+def test_the_command_line_refuses_in_one_line(capsys):
+    assert main(["run", "e1", "--factor", "gentle=1", "--factor", "wq=2"]) == 2
+    assert capsys.readouterr().err == "experiments: --factor wq=2: 2.0 is outside [1e-06, 1]\n"
+    assert main(["run", "e6", "--factor", "gentle=1"]) == 2
+    assert capsys.readouterr().err == ("experiments: --factor gentle=1: newque-50f-300b: Newque "
+                                       "has no gentle\n")
+
+
+def test_resuming_needs_the_same_factors():
+    opts = PlanOptions(repeat=2, factors=(("buffer", "40"), ("gentle", "1")))
+    assert resume_command("e1", Path("/r"), opts, "local") == (
+        "python -m experiments run e1 --repeat 2 --factor buffer=40 --factor gentle=1 "
+        "--dask local --resume /r")
+
+
+def test_the_pmax_policy_needs_an_amecn_loop():
+    for spec in runs("e2", "pmax=both", only="amecn-*"):
+        assert spec.loop.kind == "amecn" and spec.loop.pmax == "both"
+    with pytest.raises(factors.FactorError, match="mecn-up: no AMECN loop"):
+        runs("e2", "pmax=both")

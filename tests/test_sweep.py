@@ -1,0 +1,131 @@
+"""Sweeps through Dask (experiments/sweep.py): a worker's run is the client's run or none,
+its folder comes back whole and only inside the sweep's folder, and a sweep on a local
+cluster resumes after a Ctrl-C with nothing of it left running."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+
+import pytest
+
+from experiments import sweep
+from experiments.__main__ import main
+from experiments.catalog import EXPERIMENTS, PlanOptions
+from experiments.runner import jsonable
+from test_interrupt import (EXIT_TIMEOUT, PHASE_TIMEOUT, REPO, Experiment, assert_nothing_left,
+                            assert_one_line)
+
+
+def test_a_worker_refuses_a_run_its_checkout_does_not_plan(tmp_path, capsys):
+    assert main(["run-one", "e1", "no-such-run", "--build", str(tmp_path),
+                 "--into", str(tmp_path)]) == 2
+    assert "e1 has no run no-such-run with seed 1" in capsys.readouterr().err
+
+
+def test_a_worker_refuses_a_run_planned_differently_by_the_client(tmp_path, capsys):
+    spec = EXPERIMENTS["e1"].runs(PlanOptions(repeat=1))[0]
+    client = tmp_path / "spec.json"
+    client.write_text(json.dumps({**jsonable(spec), "duration": 99.0}))
+    assert main(["run-one", "e1", spec.label, "--build", str(tmp_path), "--into",
+                 str(tmp_path), "--expect", str(client)]) == 2
+    assert "run the same commit on every machine" in capsys.readouterr().err
+
+
+def test_the_plan_options_reach_the_worker(tmp_path, capsys):
+    """E7's lossy runs exist only with --loss: the worker finds the run (and stops at the
+    missing build, not at the label)."""
+    opts = PlanOptions(loss=0.01, repeat=2)
+    spec = EXPERIMENTS["e7"].runs(opts)[1]
+    assert spec.label.endswith("-loss1") and spec.seed == 2
+    argv = ["run-one", "e7", spec.label, "--seed", "2", "--build", str(tmp_path),
+            "--into", str(tmp_path), *opts.flags()]
+    assert main(argv) == 2
+    assert "no compiled program" in capsys.readouterr().err
+
+
+def archive_of(*members: tarfile.TarInfo) -> bytes:
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        for member in members:
+            tar.addfile(member, io.BytesIO(b"x" * member.size) if member.isfile() else None)
+    return archive.getvalue()
+
+
+def member(name: str, kind=tarfile.REGTYPE, mode=0o644, target="") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.linkname = kind, mode, target
+    info.size = 1 if kind == tarfile.REGTYPE else 0
+    return info
+
+
+@pytest.mark.parametrize("returned, members, refused", [
+    pytest.param("x.s1", [member("../outside.txt")], "member '../outside.txt'", id="dot-dot"),
+    pytest.param("x.s1", [member("/tmp/abs.txt")], "member '/tmp/abs.txt'", id="absolute"),
+    pytest.param("x.s1", [member("x.s1/link", tarfile.SYMTYPE, target="/etc/passwd")],
+                 "member 'x.s1/link'", id="symlink"),
+    pytest.param("../..", [member("../../escaped.txt")], "returned '../..'",
+                 id="forged-folder-name"),
+])
+def test_a_returned_folder_cannot_escape_the_sweep_s_folder(tmp_path, returned, members,
+                                                             refused):
+    result = sweep.RunResult(returned, "worker", 1.0, archive_of(*members))
+    with pytest.raises(sweep.UnsafeArchive, match=re.escape(refused)):
+        sweep.unpack(result, "x.s1", tmp_path / "sweep")
+    assert not list(tmp_path.rglob("*.txt")) and not (tmp_path / "sweep" / "x.s1").exists()
+
+
+def test_a_returned_folder_keeps_no_special_modes(tmp_path):
+    result = sweep.RunResult("x.s1", "worker", 1.0, archive_of(
+        member("x.s1", tarfile.DIRTYPE, 0o755), member("x.s1/metrics.json", mode=0o4755)))
+    folder = sweep.unpack(result, "x.s1", tmp_path)
+    assert (folder / "metrics.json").read_bytes() == b"x"
+    assert not (folder / "metrics.json").stat().st_mode & 0o7000
+
+
+@pytest.mark.p4
+@pytest.mark.root
+def test_a_sweep_on_a_local_cluster_resumes_after_ctrl_c(can_run, tmp_path):
+    pytest.importorskip("distributed", reason="needs Dask: pip install -e '.[sweep]'")
+    e = Experiment(tmp_path, ("--repeat", "2", "--dask", "local"))
+    try:
+        deadline = time.monotonic() + PHASE_TIMEOUT
+        while e.folder() is None or not list(e.folder().glob("*.s*/metrics.json")):
+            assert e.proc.poll() is None, e.stderr_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, "no run came back from the cluster"
+            e.sample()
+            time.sleep(0.05)
+        for _ in range(20):         # the next run under way on the worker
+            e.sample()
+            time.sleep(0.05)
+        os.killpg(e.proc.pid, signal.SIGINT)           # a terminal's Ctrl-C
+        status = e.proc.wait(EXIT_TIMEOUT)
+        stderr = e.stderr_path.read_text()
+        assert status == 130, stderr[-3000:]
+        match = assert_one_line(e)
+        folder = e.folder()
+        assert match["where"] == "smoke (runs on the Dask cluster local)"
+        done = len(list(folder.glob("*.s*/metrics.json")))
+        assert match["rest"] == (
+            f"{done} of 4 runs finished, in {folder} (resume with: python -m experiments run "
+            f"smoke --repeat 2 --dask local --resume {folder})"), match["rest"]
+        assert_nothing_left(e)
+        assert any("run-one" in seen.command for seen in e.seen.values())
+        resumed = subprocess.run([sys.executable, "-m", "experiments", "run", "smoke",
+                                  "--repeat", "2", "--dask", "local", "--resume", str(folder)],
+                                 cwd=REPO, capture_output=True, text=True, timeout=4 * PHASE_TIMEOUT)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert f"{done} runs done, {4 - done} to go" in resumed.stdout
+        assert len(list(folder.glob("*.s[12]/metrics.json"))) == 4
+        summary = (folder / "summary.md").read_text()
+        assert summary.count("(n=2)") >= 2
+    finally:
+        e.close()
+
