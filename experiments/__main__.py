@@ -395,7 +395,11 @@ def report(folders: list[Path], out: Path | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results = [(label, run, run_metrics(run)) for (label, _), run in runs.items()]
     plan = EXPERIMENTS[name].plan(PlanOptions(full=True))
-    summarise(EXPERIMENTS[name], out, configurations(results, plan))
+    # How long the runs took is known only to the run that made them: kept from its summary.
+    before = out / "summary.md"
+    timing = next((line for line in before.read_text().splitlines()
+                   if line.startswith("Time: ")), "") if before.is_file() else ""
+    summarise(EXPERIMENTS[name], out, configurations(results, plan), timing)
     return 0
 
 

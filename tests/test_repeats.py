@@ -210,3 +210,11 @@ def test_report_refuses_to_combine_runs_of_another_configuration(tmp_path, capsy
     hand_made_run(tmp_path / "b" / changed.folder, changed, 10)
     assert main(["report", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert "factors buffer=60: report them apart" in capsys.readouterr().out.replace("\n", "")
+
+
+def test_a_report_again_keeps_how_long_the_runs_took(tmp_path):
+    spec = EXPERIMENTS["e1"].runs(PlanOptions(repeat=1))[0]
+    hand_made_run(tmp_path / spec.folder, spec, 10)
+    (tmp_path / "summary.md").write_text("# E1\n\nTime: 27 runs in 17.4 min.\n")
+    assert main(["report", str(tmp_path)]) == 0
+    assert "\nTime: 27 runs in 17.4 min.\n" in (tmp_path / "summary.md").read_text()
