@@ -40,6 +40,8 @@ from experiments.spec import RunSpec
 LOG = logging.getLogger("p4aqm.sweep")
 RESOURCE = {"machine": 1}
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+# Set in a local cluster's environment: the processes it leaves are found by it.
+MARKER = "P4AQM_SWEEP_CLIENT"
 # Seconds a run may take beyond its duration (topology, checks, teardown, metrics).
 OVERHEAD = 300.0
 
@@ -66,17 +68,35 @@ def _die_with_parent() -> None:
 
 
 def reap_orphans(timeout: float = 60.0) -> None:
-    """After a local cluster's close: wait for the runs its workers left, which end their
-    own topology on SIGTERM and were re-parented to us (the subreaper)."""
+    """After a local cluster's close: wait until the runs its workers started have ended
+    their own topology (PDEATHSIG's SIGTERM). They carry our PID in MARKER; a run whose
+    worker dies after the cluster's close is re-parented to us (the subreaper) or to init."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
         except ChildProcessError:
+            pass
+        if not _marked():
             return
-        if pid == 0:
-            time.sleep(0.1)
+        time.sleep(0.1)
     LOG.warning("processes of the local cluster still running after %.0f s", timeout)
+
+
+def _marked() -> list[int]:
+    """Live processes (not zombies) started under our local cluster."""
+    mark = f"{MARKER}={os.getpid()}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if mark in Path(entry.path, "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:      # gone, or a zombie
+            pass
+    return found
 
 
 def execute(name: str, opts: PlanOptions, spec_json: dict, folder: str,
@@ -161,6 +181,7 @@ def connect(address: str):
         raise SweepError("--dask needs Dask: .venv/bin/pip install -e '.[sweep]'") from err
     if address == "local":
         _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        os.environ[MARKER] = str(os.getpid())      # inherited by the workers and their runs
         # The cluster's processes start with SIGINT ignored: a terminal's Ctrl-C reaches
         # the whole process group, and only we (and the run, which handles it) answer it.
         answer = signal.signal(signal.SIGINT, signal.SIG_IGN)
