@@ -159,4 +159,4 @@ def versus(points: dict[str, dict[str, dict]], a: str, b: str, value: Callable[[
 
 def metric(key: str) -> Callable[[dict], float]:
     """One run's value of a metric, nan when the run lacks it."""
-    return lambda m: m.get(key, math.nan) if m.get(key) is not None else math.nan
+    return lambda m: math.nan if m.get(key) is None else m[key]

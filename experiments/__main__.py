@@ -413,46 +413,42 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the experiments and what each needs")
-    go = sub.add_parser("run", help="run one experiment")
-    go.add_argument("name", choices=sorted(EXPERIMENTS))
+    # The options that shape a plan (PlanOptions.flags() writes them back): `run`'s and
+    # `run-one`'s alike.
+    plan = argparse.ArgumentParser(add_help=False)
+    plan.add_argument("name", choices=sorted(EXPERIMENTS))
+    plan.add_argument("--loss", type=float, default=0.0, help="E7: random loss on access links")
+    plan.add_argument("--kernel-tcp", action="store_true",
+                      help="seed 001's runs (demo MECN rows, E2-E4): Linux Reno senders "
+                           "instead of the userspace MECN/RFC 3168 ones")
+    plan.add_argument("--full", action="store_true",
+                      help="E6: the paper's whole sweep (about 2 h) instead of the subset")
+    plan.add_argument("--repeat", type=repeats, metavar="N",
+                      help="runs per configuration, seeds 1..N (default: the experiment's, "
+                           f"{REPEAT} for E1-E7; metrics as mean ± 95 %% interval)")
+    plan.add_argument("--only", metavar="PATTERN",
+                      help="only the configurations whose label matches (e.g. 'amecn-*')")
+    plan.add_argument("--factor", action="append", default=[], metavar="NAME=VALUE",
+                      help="change every run: " + "; ".join(
+                          f"{name}: {f.what}" for name, f in factors.FACTORS.items()))
+    plan.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
+    go = sub.add_parser("run", parents=[plan], help="run one experiment")
     go.add_argument("--out", type=Path, default=Path("results"))
-    go.add_argument("--loss", type=float, default=0.0, help="E7: random loss on access links")
-    go.add_argument("--kernel-tcp", action="store_true",
-                    help="seed 001's runs (demo MECN rows, E2-E4): Linux Reno senders instead "
-                         "of the userspace MECN/RFC 3168 ones")
-    go.add_argument("--full", action="store_true",
-                    help="E6: the paper's whole sweep (about 2 h) instead of the subset")
-    go.add_argument("--repeat", type=repeats, metavar="N",
-                    help="runs per configuration, seeds 1..N (default: the experiment's, "
-                         f"{REPEAT} for E1-E7; metrics as mean ± 95 %% interval)")
-    go.add_argument("--only", metavar="PATTERN",
-                    help="only the configurations whose label matches (e.g. 'amecn-*')")
-    go.add_argument("--factor", action="append", default=[], metavar="NAME=VALUE",
-                    help="change every run: " + "; ".join(
-                        f"{name}: {f.what}" for name, f in factors.FACTORS.items()))
     go.add_argument("--dask", metavar="SCHEDULER",
                     help="run the runs on a Dask cluster, one per worker machine: a "
                          "scheduler's address (tcp://host:8786), or `local` for a one-worker "
                          "cluster here (README, 'Sweeps on several machines')")
-    go.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
-    one = sub.add_parser("run-one", help="one run of an experiment's plan into a folder, "
-                                         "with a given build (what a sweep's worker runs)")
-    one.add_argument("name", choices=sorted(EXPERIMENTS))
+    go.add_argument("--resume", type=Path, metavar="FOLDER",
+                    help="finish an interrupted run folder (same options): keep its finished "
+                         "runs, redo the others")
+    one = sub.add_parser("run-one", parents=[plan],
+                         help="one run of an experiment's plan into a folder, with a given "
+                              "build (what a sweep's worker runs)")
     one.add_argument("label")
     one.add_argument("--seed", type=repeats, default=1)
     one.add_argument("--build", type=Path, required=True, help="folder of the compiled program")
     one.add_argument("--into", type=Path, required=True, help="the run's folder goes in here")
     one.add_argument("--expect", type=Path, help="the client's RunSpec (JSON): refuse another")
-    one.add_argument("--loss", type=float, default=0.0)
-    one.add_argument("--kernel-tcp", action="store_true")
-    one.add_argument("--full", action="store_true")
-    one.add_argument("--repeat", type=repeats)
-    one.add_argument("--only")
-    one.add_argument("--factor", action="append", default=[])
-    one.add_argument("--log-level", default="off")
-    go.add_argument("--resume", type=Path, metavar="FOLDER",
-                    help="finish an interrupted run folder (same options): keep its finished "
-                         "runs, redo the others")
     again = sub.add_parser("report", help="recompute metrics, tables and plots of run folders "
                                           "(several: merged, e.g. a sweep's machines)")
     again.add_argument("folders", type=Path, nargs="+", metavar="FOLDER")

@@ -263,30 +263,25 @@ E2_CLAIMS = ["AMECN brings the average back into the target band within ~15 s",
              "(decrease)"]
 
 
-def e2_settle(m: dict) -> stats.Estimate:
-    """Seconds back in the band after the step, per repeat; a run that never settles
-    counts the rest of the run (a lower bound)."""
+def e2_settling(m: dict) -> tuple[stats.Estimate, str]:
+    """Seconds back in the band after the step, per repeat, and how many repeats never came
+    back: their time counts the rest of the run (a lower bound)."""
     low, high = ared_band(E2_MECN["minth"], E2_MECN["maxth"])
     rest = m["repeats"][0]["window_s"][1] - E2_STEP
-
-    def settle(folder: Path) -> float:
-        seconds = settle_time(folder, E2_STEP, low, high)
-        return rest if math.isnan(seconds) else seconds
-    return stats.over_folders(m, settle)
-
-
-def e2_never(m: dict) -> str:
-    """How many repeats never came back into the band (their time is a lower bound)."""
-    low, high = ared_band(E2_MECN["minth"], E2_MECN["maxth"])
-    never = sum(math.isnan(settle_time(f, E2_STEP, low, high)) for f in m["folders"])
-    return f", {never} of {len(m['folders'])} never" if never else ""
+    seconds = [settle_time(folder, E2_STEP, low, high) for folder in m["folders"]]
+    never = sum(math.isnan(s) for s in seconds)
+    return (stats.Estimate(rest if math.isnan(s) else s for s in seconds),
+            f", {never} of {len(seconds)} never" if never else "")
 
 
 def verdicts_e2(runs) -> list[Row]:
     points = _by_point(runs, lambda label: tuple(reversed(label.split("-"))))
-    settle = [(f"{direction}: {e2_settle(ms['amecn']):.1f} s{e2_never(ms['amecn'])}",
-               stats.compare(e2_settle(ms["amecn"]), E2_SETTLE, larger=False))
-              for direction, ms in points.items() if "amecn" in ms]
+    settle = []
+    for direction, ms in points.items():
+        if "amecn" in ms:
+            seconds, never = e2_settling(ms["amecn"])
+            settle.append((f"{direction}: {seconds:.1f} s{never}",
+                           stats.compare(seconds, E2_SETTLE, larger=False)))
     return [stats.claim_row(E2_CLAIMS[0], settle),
             stats.claim_row(E2_CLAIMS[1], stats.versus(points, "amecn", "mecn",
                                                        _percent("utilisation"), True, ".1f"))]
@@ -300,7 +295,8 @@ def report_e2(runs, out):
     rows = []
     for label, folder, m in runs:
         row = _basic_row(label, m)
-        row["back in band after (s)"] = _fmt(e2_settle(m), 1) + e2_never(m)
+        seconds, never = e2_settling(m)
+        row["back in band after (s)"] = _fmt(seconds, 1) + never
         row["final Pmax"] = _fmt(m.get("pmax_final"), 3)
         rows.append(row)
     figures = []

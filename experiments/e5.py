@@ -183,12 +183,13 @@ def _row(label: str, folder: Path, m: dict) -> dict:
 def report(runs, out: Path):
     sweep = [(label, folder, m) for label, folder, m in runs if not label.startswith("rtt-")]
     rows = [_row(label, folder, m) for label, folder, m in sweep]
-    for label, _, m in runs:
-        for folder in m["folders"] if label.startswith("rtt-") else []:
-            acc = rtt_accuracy(folder, label[4:])
-            rows.append({"run": folder.name, "algorithm": "AECN (measured RTT)",
-                         "flows": RTT_RUN_FLOWS,
-                         **{k: _fmt(v) if isinstance(v, float) else v for k, v in acc.items()}})
+    # Every repeat's accuracy in the table; the first repeat's in the figure.
+    accuracies = {folder: rtt_accuracy(folder, label[4:]) for label, _, m in runs
+                  if label.startswith("rtt-") for folder in m["folders"]}
+    for folder, acc in accuracies.items():
+        rows.append({"run": folder.name, "algorithm": "AECN (measured RTT)",
+                     "flows": RTT_RUN_FLOWS,
+                     **{k: _fmt(v) if isinstance(v, float) else v for k, v in acc.items()}})
     figures = []
     curves: dict[str, dict[str, tuple[list, list]]] = {}
     for label, _, m in sweep:
@@ -210,8 +211,7 @@ def report(runs, out: Path):
         figures.append(plots.grouped_bars(GROUPS, series, "goodput per flow (Mb/s)",
                                           out / f"e5-groups-{n}f.png",
                                           f"E5: goodput per flow by group, {n} flows"))
-    accuracy = [rtt_accuracy(folder, label[4:]) for label, folder, _ in runs
-                if label.startswith("rtt-")]   # the first repeat's
+    accuracy = [accuracies[folder] for label, folder, _ in runs if label.startswith("rtt-")]
     if accuracy and all("measured_median_ms" in a for a in accuracy):
         figures.append(plots.grouped_bars(
             [a["group"] for a in accuracy],
