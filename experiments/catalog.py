@@ -464,7 +464,7 @@ def plan_e7(opts: PlanOptions) -> list[RunSpec]:
     for buffer, (lo, hi) in E7_BUFFERS.items():
         red = dict(minth=lo, maxth=hi, maxp=0.1, wq=0.002, gentle=True, limit=buffer)
         topo = dict(senders=(Access(10, 0.0005),), receivers=(Access(10, 0.0005, loss),) * 10,
-                    bottleneck=Bottleneck(mbps=3, delay=0.020, buffer=buffer))
+                    bottleneck=Bottleneck(mbps=1.5, delay=0.020, buffer=buffer))
         for label, aqm, ecn in (("dt", DropTail(limit=buffer), False),
                                 ("red", Red(**red), False), ("ecn", RedEcn(**red), True)):
             suffix = f"-loss{int(loss * 100)}" if loss else ""
@@ -678,10 +678,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("e6", "E6 (seed 003): NEWQUE vs RED vs BLUE vs PI vs REM", e6.SCALING,
                e6.plan, e6.report, claims=e6.CLAIMS, verdicts=e6.verdicts),
     Experiment("e7", "E7 (seed 004): short transfers, DT vs RED vs ECN over buffer sizes",
-               "10 clients, each 11 serial 100 KB transfers from one server; 10 Mb/s access "
-               "with 0.5 ms; bottleneck 3 Mb/s (the paper: 1.5 Mb/s) with d = 20 ms; buffers "
-               "16/32/64/128 with min/max 5/15, 10/30, 20/60, 40/120, maxp 0.1, wq 0.002, "
-               "gentle; Linux delayed ACKs; `--loss` adds 1 % random loss on the clients' "
-               "access links",
+               "the paper's: 10 clients, each 11 serial 100 KB transfers from one server; "
+               "10 Mb/s access with 0.5 ms; bottleneck 1.5 Mb/s (125 packets/s of 1500 B, the "
+               "paper's MSS 1460) with d = 20 ms; buffers 16/32/64/128 with min/max 5/15, "
+               "10/30, 20/60, 40/120, maxp 0.1, wq 0.002, gentle; Linux Reno, delayed ACKs; "
+               "`--loss` adds 1 % random loss on the clients' access links. The paper's 25 "
+               "clients: `--factor clients=25` (runs of ~2.5 min instead of ~1)",
                plan_e7, report_e7, claims=E7_CLAIMS, verdicts=verdicts_e7),
 )}

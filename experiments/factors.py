@@ -79,6 +79,16 @@ def _transport(value: str) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def _clients(value: int) -> Callable[[RunSpec], RunSpec]:
+    """Seed 004's client count: each receiver is one client of the short transfers."""
+    def apply(spec: RunSpec) -> RunSpec:
+        if spec.transfers is None:
+            raise FactorError(f"{spec.label}: no short-transfer clients")
+        receivers = spec.topology.receivers
+        return replace(spec, topology=replace(spec.topology, receivers=receivers[:1] * value))
+    return apply
+
+
 def _ecn(value: bool) -> Callable[[RunSpec], RunSpec]:
     return lambda spec: replace(spec, topology=replace(spec.topology, ecn=value))
 
@@ -142,6 +152,7 @@ FACTORS: dict[str, Factor] = {
     "cc": Factor("Linux congestion control of kernel TCP flows",
                  _choice(CONGESTION_CONTROLS), _cc),
     "ecn": Factor("the hosts' ECN (tcp_ecn), 0 or 1", _flag, _ecn),
+    "clients": Factor("short-transfer clients (E7)", _number(1, 50, int), _clients),
 }
 
 

@@ -102,3 +102,13 @@ def test_the_pmax_policy_needs_an_amecn_loop():
         assert spec.loop.kind == "amecn" and spec.loop.pmax == "both"
     with pytest.raises(factors.FactorError, match="mecn-up: no AMECN loop"):
         runs("e2", "pmax=both")
+
+
+def test_clients_set_the_short_transfers_client_count():
+    for spec in runs("e7", "clients=25", only="ecn-q64"):
+        assert len(spec.topology.receivers) == 25 and spec.topology.receivers[0].delay == 0.0005
+        assert spec.topology.bottleneck.pps == 125        # the paper's 1.5 Mb/s
+    lossy = runs("e7", "clients=25", loss=0.01, only="dt-q128*")[0]
+    assert {r.loss for r in lossy.topology.receivers} == {0.01}
+    with pytest.raises(factors.FactorError, match="reno-red: no short-transfer clients"):
+        runs("e1", "clients=25", only="reno-red")
