@@ -5,8 +5,15 @@ PY     := $(VENV)/bin/python
 BUILD  ?= build
 P4SRC  := $(shell find p4src -name '*.p4')
 
+# The interpreter's Debian package, e.g. python3.11 where python3 is older (Ubuntu 22.04).
+PYTHON_PKG := $(notdir $(PYTHON))
+# Python 3.11+: the pinned numpy and scipy need it. Checked before apt when the
+# interpreter exists, and after, when apt installed it.
+PYTHON_OK = $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+  echo "p4aqm needs Python 3.11+; $(PYTHON) is $$($(PYTHON) --version 2>&1). On Ubuntu 22.04: make setup PYTHON=/usr/bin/python3.11 (installs python3.11 from Ubuntu's packages)" >&2; exit 1; }
+
 # Debian packages the project needs at run time (the P4 toolchain is separate: README).
-APT_PACKAGES := python3 python3-venv python3-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay valgrind
+APT_PACKAGES := $(PYTHON_PKG) $(PYTHON_PKG)-venv $(PYTHON_PKG)-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay valgrind
 
 # P4LANG=1 (see setup) fetches p4lang's repository key with curl and gpg.
 ifneq ($(filter-out 0 1,$(P4LANG)),)
@@ -24,11 +31,13 @@ EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7
 ##        p4lang publishes them (control_plane/p4lang_packages.py); without it only apt's
 ##        usual sources and PyPI are contacted
 setup:
+	@if [ -x "$(PYTHON)" ]; then $(PYTHON_OK); fi
 	@if [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); \
 	else \
 	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); \
 	fi
+	@$(PYTHON_OK)
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,sweep]'

@@ -143,7 +143,11 @@ def cwnd_over_time(runs: Sequence[tuple[str, Path]], out: Path, title: str = "")
                     ax.plot(*zip(*points), "o", ms=3, color=f"C{k}", label=f"flow {k} (kernel)")
         ax.set_ylabel("cwnd (segments)")
         ax.set_title(label, fontsize=9, loc="left")
-        ax.legend(loc="upper right", fontsize=7)
+        if ax.lines:
+            ax.legend(loc="upper right", fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no cwnd recorded", ha="center", va="center",
+                    transform=ax.transAxes)
     axes[-1, 0].set_xlabel("time (s)")
     if title:
         fig.suptitle(title)

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
 from scipy.stats import t as student_t
 
 LEVEL = 0.95
@@ -133,11 +134,12 @@ def overall(verdicts: Sequence[str]) -> str:
     return HOLDS if all(v == HOLDS for v in verdicts) else UNCLEAR
 
 
-def claim_row(claim: str, parts: Sequence[tuple[str, str]]) -> dict:
-    """A claim table row from (where: "text", verdict) pairs, one per point measured."""
-    verdict = overall([v for _, v in parts])
+def claim_row(claim: str, parts: Sequence[tuple[str, str | None]]) -> dict:
+    """A claim table row from (where: "text", verdict) pairs, one per point measured; a
+    part without a verdict (None: nothing to compare there) is shown, not judged."""
+    verdict = overall([v for _, v in parts if v is not None])
     text = "; ".join(t for t, _ in parts)
-    misses = list(dict.fromkeys(t.split(":")[0] for t, v in parts if v != HOLDS))
+    misses = list(dict.fromkeys(t.split(":")[0] for t, v in parts if v not in (HOLDS, None)))
     if misses and verdict != HOLDS and len(parts) > 1:
         text += f" -- not at {', '.join(misses)}"
     return {"claim": claim, "ours": text, "verdict": verdict}
@@ -154,6 +156,37 @@ def versus(points: dict[str, dict[str, dict]], a: str, b: str, value: Callable[[
             va, vb = over(runs[a], value), over(runs[b], value)
             parts.append((f"{where}: {a.upper()} {va:{digits}} vs {b.upper()} {vb:{digits}}",
                           compare(va, vb, larger)))
+    return parts
+
+
+def versus_curve(points: dict[str, dict[str, dict]], a: str, b: str,
+                 x: Callable[[dict], float], y: Callable[[dict], float], larger: bool,
+                 digits: str = ".3g") -> list[tuple[str, str]]:
+    """a's y against b's y at the same x (the papers' "at the same delay"): b's curve of
+    one seed joins its points over all `points` by straight lines, read at the x of a's
+    run of that seed; never read outside b's range (nan there)."""
+    curves: dict[object, list[tuple[float, float]]] = {}
+    for runs in points.values():
+        for run in runs.get(b, {}).get("repeats", []):
+            if math.isfinite(x(run)) and math.isfinite(y(run)):
+                curves.setdefault(run.get("seed"), []).append((x(run), y(run)))
+
+    def read(run: dict) -> float:
+        curve = sorted(curves.get(run.get("seed"), []))
+        if len(curve) < 2 or not curve[0][0] <= x(run) <= curve[-1][0]:
+            return math.nan
+        return float(np.interp(x(run), [p[0] for p in curve], [p[1] for p in curve]))
+
+    parts: list[tuple[str, str | None]] = []
+    for where, runs in points.items():
+        if a in runs:
+            va, vb, at = over(runs[a], y), over(runs[a], read), over(runs[a], x)
+            if vb.n:
+                parts.append((f"{where}: {a.upper()} {va:{digits}} at {float(at):.0f} vs "
+                              f"{b.upper()}'s curve there {vb:{digits}}", compare(va, vb, larger)))
+            else:
+                parts.append((f"{where}: {a.upper()} at {float(at):.0f}, outside {b.upper()}'s range",
+                              None))
     return parts
 
 

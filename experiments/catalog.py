@@ -444,13 +444,17 @@ def report_e4(runs, out):
 
 
 E4_CLAIMS = ["AMECN on all routers gives a higher overall throughput than ARED at the same "
-             "summed queueing delay (here: at the same target delay; the table gives the "
-             "delays)"]
+             "summed queueing delay"]
 
 
 def verdicts_e4(runs) -> list[Row]:
-    return [stats.claim_row(E4_CLAIMS[0], stats.versus(
-        _by_point(runs, _target_split), "amecn", "ared", stats.metric("goodput_mbps"), True))]
+    points = _by_point(runs, _target_split)
+    goodput, delay = stats.metric("goodput_mbps"), stats.metric("queueing_delay_ms")
+    return [stats.claim_row(E4_CLAIMS[0] + " (Mb/s; ARED's throughput-delay curve read at "
+                            "AMECN's summed delay in ms, seed by seed)",
+                            stats.versus_curve(points, "amecn", "ared", delay, goodput, True)),
+            stats.claim_row("the same at the same target delay (the delays differ)",
+                            stats.versus(points, "amecn", "ared", goodput, True))]
 
 
 # ----- E7 (seed 004) ---------------------------------------------------------------------
@@ -570,25 +574,40 @@ def _flow_rows(folder: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def _goodput_of(folder: Path, transport: str) -> float:
+    """Summed goodput of one run's flows with this sender (nan if it has none)."""
+    flows = [float(f["goodput_mbps"]) for f in _flow_rows(folder) if f["transport"] == transport]
+    return sum(flows) if flows else math.nan
+
+
+def _share(a: float, b: float) -> float:
+    return a / b if b else math.nan
+
+
 def report_transport(runs, out):
     rows = []
-    totals = {label: m.get("goodput_mbps", math.nan) for label, _, m in runs}
-    for label, folder, m in runs:
-        flows = _flow_rows(folder)
-        by = {t: [float(f["goodput_mbps"]) for f in flows if f["transport"] == t]
-              for t in ("kernel", "rfc3168")}
+    totals = {label: m for label, _, m in runs}
+    for label, _, m in runs:
         aqm, who = label.split("-")
+        kernel = stats.over_folders(m, lambda f: _goodput_of(f, "kernel"))
+        userspace = stats.over_folders(m, lambda f: _goodput_of(f, "rfc3168"))
         if who == "mixed":
-            ratio = sum(by["rfc3168"]) / sum(by["kernel"]) if sum(by["kernel"]) else math.nan
-        elif who == "userspace":
-            ratio = m.get("goodput_mbps", math.nan) / totals.get(f"{aqm}-kernel", math.nan)
+            ratio = stats.over_folders(
+                m, lambda f: _share(_goodput_of(f, "rfc3168"), _goodput_of(f, "kernel")))
+        elif who == "userspace" and f"{aqm}-kernel" in totals:
+            # Each repeat against the kernel run of the same seed (folders <label>.s<seed>).
+            kernel_runs = {f.suffix: _goodput_of(f, "kernel")
+                           for f in totals[f"{aqm}-kernel"].get("folders", [])}
+            ratio = stats.over_folders(m, lambda f: _share(
+                _goodput_of(f, "rfc3168"), kernel_runs.get(f.suffix, math.nan)))
         else:
             ratio = math.nan
-        cuts = {k: sum(int(f[f"cuts_{k}"] or 0) for f in flows)
+        cuts = {k: sum(int(f[f"cuts_{k}"] or 0) for folder in m.get("folders", [])
+                       for f in _flow_rows(folder))
                 for k in ("incipient", "moderate", "loss", "timeout")}
         rows.append({**_basic_row(label, m),
-                     "kernel flows Mb/s": _fmt(sum(by["kernel"])) if by["kernel"] else "-",
-                     "userspace flows Mb/s": _fmt(sum(by["rfc3168"])) if by["rfc3168"] else "-",
+                     "kernel flows Mb/s": _fmt(kernel) if kernel.n else "-",
+                     "userspace flows Mb/s": _fmt(userspace) if userspace.n else "-",
                      "userspace/kernel": _fmt(ratio),
                      "userspace cuts (mark/loss/timeout)":
                          f"{cuts['incipient'] + cuts['moderate']}/{cuts['loss']}/{cuts['timeout']}"})

@@ -79,6 +79,22 @@ def _transport(value: str) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def _access(value: float) -> Callable[[RunSpec], RunSpec]:
+    """The senders' one-way access delay (ms), for a paper that does not give it."""
+    def apply(spec: RunSpec) -> RunSpec:
+        topo, delay = spec.topology, value / 1000
+        if isinstance(topo, DumbbellSpec):
+            if len({a.delay for a in topo.senders}) > 1:
+                raise FactorError(f"{spec.label}: its senders' delays differ on purpose "
+                                  "(RTT groups)")
+            return replace(spec, topology=replace(
+                topo, senders=tuple(replace(a, delay=delay) for a in topo.senders)))
+        return replace(spec, topology=replace(
+            topo, long_senders=tuple(replace(a, delay=delay) for a in topo.long_senders),
+            cross_access=replace(topo.cross_access, delay=delay)))
+    return apply
+
+
 def _clients(value: int) -> Callable[[RunSpec], RunSpec]:
     """Seed 004's client count: each receiver is one client of the short transfers."""
     def apply(spec: RunSpec) -> RunSpec:
@@ -152,6 +168,8 @@ FACTORS: dict[str, Factor] = {
     "cc": Factor("Linux congestion control of kernel TCP flows",
                  _choice(CONGESTION_CONTROLS), _cc),
     "ecn": Factor("the hosts' ECN (tcp_ecn), 0 or 1", _flag, _ecn),
+    "access": Factor("the senders' one-way access delay in ms (E4: long and cross senders)",
+                     _number(0, 1000), _access),
     "clients": Factor("short-transfer clients (E7)", _number(1, 50, int), _clients),
 }
 

@@ -112,3 +112,13 @@ def test_clients_set_the_short_transfers_client_count():
     assert {r.loss for r in lossy.topology.receivers} == {0.01}
     with pytest.raises(factors.FactorError, match="reno-red: no short-transfer clients"):
         runs("e1", "clients=25", only="reno-red")
+
+
+def test_access_sets_the_senders_delay_and_keeps_rtt_groups():
+    for spec in runs("e4", "access=2", only="ared-40ms"):
+        topo = spec.topology
+        assert {a.delay for a in topo.long_senders} == {0.002} == {topo.cross_access.delay}
+        assert topo.receiver_access.delay == 0.0
+    assert {a.delay for a in runs("e1", "access=5")[0].topology.senders} == {0.005}
+    with pytest.raises(factors.FactorError, match="delays differ on purpose"):
+        runs("e5", "access=5", only="red-15f")

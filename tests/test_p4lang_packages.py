@@ -421,3 +421,26 @@ def test_make_rejects_another_p4lang_value():
     made = make_dry_run("setup", "P4LANG=yes")
     assert made.returncode != 0
     assert "P4LANG=yes: use P4LANG=1" in made.stderr
+
+
+def test_make_setup_refuses_a_python_older_than_3_11_before_apt(tmp_path):
+    """Ubuntu 22.04's python3 is 3.10: the set-up names the interpreter and the way out
+    before it installs anything (not a dry run: the check itself runs)."""
+    if shutil.which("make") is None:
+        pytest.skip("needs make")
+    old = tmp_path / "python3"
+    # Says 3.10 when asked its version, fails the version check otherwise.
+    old.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.10.12" && exit 0\nexit 1\n')
+    old.chmod(0o755)
+    made = subprocess.run(["make", "setup", f"PYTHON={old}"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert made.returncode != 0
+    assert f"p4aqm needs Python 3.11+; {old} is Python 3.10.12" in made.stderr
+    assert "make setup PYTHON=/usr/bin/python3.11" in made.stderr
+    assert "apt-get" not in made.stdout + made.stderr
+
+
+def test_make_setup_installs_the_interpreter_it_is_given():
+    made = make_dry_run("setup", "PYTHON=/usr/bin/python3.11")
+    assert "python3.11 python3.11-venv python3.11-dev python3-thrift" in made.stdout
+    assert "/usr/bin/python3.11 -m venv --system-site-packages .venv" in made.stdout

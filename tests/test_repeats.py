@@ -218,3 +218,67 @@ def test_a_report_again_keeps_how_long_the_runs_took(tmp_path):
     (tmp_path / "summary.md").write_text("# E1\n\nTime: 27 runs in 17.4 min.\n")
     assert main(["report", str(tmp_path)]) == 0
     assert "\nTime: 27 runs in 17.4 min.\n" in (tmp_path / "summary.md").read_text()
+
+
+def test_the_transport_report_uses_every_repeat(tmp_path):
+    """Each repeat's userspace/kernel ratio, the userspace run against the kernel run of
+    its own seed: 2/4 and 6/3, not the first repeat's only."""
+    def run(label, seed, flows):
+        folder = tmp_path / f"{label}.s{seed}"
+        folder.mkdir()
+        with open(folder / "flows.csv", "w") as f:
+            f.write("transport,goodput_mbps,cuts_incipient,cuts_moderate,cuts_loss,cuts_timeout\n")
+            for transport, goodput in flows:
+                f.write(f"{transport},{goodput},1,0,2,0\n")
+        return folder, {"goodput_mbps": sum(g for _, g in flows), "seed": seed}
+
+    repeats = {("droptail-kernel", 1): [("kernel", 4.0)], ("droptail-kernel", 2): [("kernel", 3.0)],
+               ("droptail-userspace", 2): [("rfc3168", 6.0)],
+               ("droptail-userspace", 1): [("rfc3168", 2.0)],
+               ("droptail-mixed", 1): [("kernel", 2.0), ("rfc3168", 1.0)],
+               ("droptail-mixed", 2): [("kernel", 0.0), ("rfc3168", 1.0)]}
+    runs = [(label, *run(label, seed, flows)) for (label, seed), flows in repeats.items()]
+    combined = configurations(runs, EXPERIMENTS["transport"].plan(PlanOptions()))
+    rows, _ = EXPERIMENTS["transport"].report(combined, tmp_path)
+    by = {row["run"]: row for row in rows}
+    assert by["droptail-userspace"]["userspace/kernel"] == "1.25 ± 9.53 (n=2)"
+    assert by["droptail-userspace"]["userspace flows Mb/s"] == "4.00 ± 25.41 (n=2)"
+    # A repeat whose kernel flow carried nothing has no ratio; the other one counts.
+    assert by["droptail-mixed"]["userspace/kernel"] == "0.50 (n=1)"
+    assert by["droptail-kernel"]["userspace cuts (mark/loss/timeout)"] == "2/4/0"
+
+
+def e4_runs(ared_goodput: float, amecn_goodput: float):
+    """ARED's curve through (100, 30) - (200, 40) - (300, 50) ms -> Mb/s, each seed's
+    shifted a little; AMECN at a higher delay than ARED at every target."""
+    def runs(delay, goodput):
+        return [{"queueing_delay_ms": delay + k, "goodput_mbps": goodput + 0.1 * k}
+                for k in range(3)]
+    return {"ared-20ms": runs(100, ared_goodput), "ared-40ms": runs(200, ared_goodput + 10),
+            "ared-80ms": runs(300, ared_goodput + 20), "amecn-20ms": runs(150, amecn_goodput),
+            "amecn-40ms": runs(250, amecn_goodput + 10), "amecn-80ms": runs(400, 60)}
+
+
+@pytest.mark.parametrize("amecn, verdict, per_target", [
+    # At 150 ms ARED's curve gives 35 Mb/s.
+    pytest.param(37, stats.HOLDS, stats.HOLDS, id="above-at-the-same-delay"),
+    # Above ARED at every target, but ARED reaches 33 Mb/s with less delay.
+    pytest.param(33, stats.DIFFERS, stats.HOLDS, id="below-at-the-same-delay"),
+])
+def test_e4_reads_ared_s_curve_at_amecn_s_delay(amecn, verdict, per_target):
+    results = configurations(fake_runs(e4_runs(30, amecn)), EXPERIMENTS["e4"].plan(PlanOptions()))
+    curve, same_target = EXPERIMENTS["e4"].verdicts(results)
+    assert curve["verdict"] == verdict and same_target["verdict"] == per_target
+    # 400 ms is beyond ARED's curve: no reading there, the claim is judged where there is one.
+    assert "80ms: AMECN at 401, outside ARED's range" in curve["ours"]
+    assert "not at 80ms" not in curve["ours"]
+
+
+def test_a_curve_needs_two_points_of_the_same_seed():
+    points = {"a": {"x": {"repeats": [{"seed": 1, "d": 1.0, "g": 5.0}]},
+                    "y": {"repeats": [{"seed": 1, "d": 0.0, "g": 0.0}]}},
+              "b": {"y": {"repeats": [{"seed": 2, "d": 2.0, "g": 2.0}]}}}
+    (text, verdict), = stats.versus_curve(points, "x", "y", stats.metric("d"),
+                                          stats.metric("g"), True)
+    assert text == "a: X at 1, outside Y's range" and verdict is None
+    assert stats.claim_row("c", [(text, verdict)])["verdict"] == stats.UNCLEAR
