@@ -5,8 +5,9 @@ PY     := $(VENV)/bin/python
 BUILD  ?= build
 P4SRC  := $(shell find p4src -name '*.p4')
 
-# The interpreter's Debian package, e.g. python3.11 where python3 is older (Ubuntu 22.04).
-PYTHON_PKG := $(notdir $(PYTHON))
+# The interpreter's Debian package where it is Debian's (/usr/bin/python3.11 on Ubuntu
+# 22.04, whose python3 is older); any other interpreter is the user's own.
+PYTHON_PKG := $(if $(filter /usr/bin/python3%,$(PYTHON)),$(notdir $(PYTHON)),python3)
 # Python 3.11+: the pinned numpy and scipy need it. Checked before apt when the
 # interpreter exists, and after, when apt installed it.
 PYTHON_OK = $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
@@ -31,7 +32,7 @@ EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7
 ##        p4lang publishes them (control_plane/p4lang_packages.py); without it only apt's
 ##        usual sources and PyPI are contacted
 setup:
-	@if [ -x "$(PYTHON)" ]; then $(PYTHON_OK); fi
+	@if command -v "$(PYTHON)" > /dev/null; then $(PYTHON_OK); fi
 	@if [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); \
 	else \

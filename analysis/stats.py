@@ -161,15 +161,17 @@ def versus(points: dict[str, dict[str, dict]], a: str, b: str, value: Callable[[
 
 def versus_curve(points: dict[str, dict[str, dict]], a: str, b: str,
                  x: Callable[[dict], float], y: Callable[[dict], float], larger: bool,
-                 digits: str = ".3g") -> list[tuple[str, str]]:
+                 digits: str = ".3g") -> list[tuple[str, str | None]]:
     """a's y against b's y at the same x (the papers' "at the same delay"): b's curve of
     one seed joins its points over all `points` by straight lines, read at the x of a's
-    run of that seed; never read outside b's range (nan there)."""
+    run of that seed; never read outside b's range. Only a's runs with a reading count; a
+    point with none is shown without a verdict."""
     curves: dict[object, list[tuple[float, float]]] = {}
     for runs in points.values():
-        for run in runs.get(b, {}).get("repeats", []):
-            if math.isfinite(x(run)) and math.isfinite(y(run)):
-                curves.setdefault(run.get("seed"), []).append((x(run), y(run)))
+        if b in runs:
+            for run in runs[b].get("repeats", [runs[b]]):
+                if math.isfinite(x(run)) and math.isfinite(y(run)):
+                    curves.setdefault(run.get("seed"), []).append((x(run), y(run)))
 
     def read(run: dict) -> float:
         curve = sorted(curves.get(run.get("seed"), []))
@@ -179,14 +181,21 @@ def versus_curve(points: dict[str, dict[str, dict]], a: str, b: str,
 
     parts: list[tuple[str, str | None]] = []
     for where, runs in points.items():
-        if a in runs:
-            va, vb, at = over(runs[a], y), over(runs[a], read), over(runs[a], x)
-            if vb.n:
-                parts.append((f"{where}: {a.upper()} {va:{digits}} at {float(at):.0f} vs "
-                              f"{b.upper()}'s curve there {vb:{digits}}", compare(va, vb, larger)))
-            else:
-                parts.append((f"{where}: {a.upper()} at {float(at):.0f}, outside {b.upper()}'s range",
-                              None))
+        if a not in runs:
+            continue
+        mine = runs[a].get("repeats", [runs[a]])
+        read_ = [(run, read(run)) for run in mine]
+        judged = [(run, there) for run, there in read_ if math.isfinite(there)]
+        at = Estimate(x(run) for run, _ in (judged or read_))
+        if judged:
+            va, vb = Estimate(y(run) for run, _ in judged), Estimate(t for _, t in judged)
+            outside = f", {len(mine) - len(judged)} outside" if len(judged) < len(mine) else ""
+            parts.append((f"{where}: {a.upper()} {va:{digits}} at {float(at):.0f} vs "
+                          f"{b.upper()}'s curve there {vb:{digits}}{outside}",
+                          compare(va, vb, larger)))
+        else:
+            parts.append((f"{where}: {a.upper()} at {float(at):.0f}, outside {b.upper()}'s range",
+                          None))
     return parts
 
 

@@ -5,6 +5,7 @@ laptop carries. Each states its scaling and lays its figures next to the paper's
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -483,6 +484,14 @@ E7_CLAIMS = ["ECN does not improve transfer times significantly",
              "ECN 0.56 %"]
 
 
+def _clients(folder: Path) -> int | None:
+    """How many short-transfer clients the run had (its config.json), None if unknown."""
+    try:
+        return len(json.loads((folder / "config.json").read_text())["topology"]["receivers"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _e7_split(label: str) -> tuple[str, str]:
     algorithm, queue, *loss = label.split("-")
     return "-".join([queue, *loss]), algorithm
@@ -511,8 +520,9 @@ def verdicts_e7(runs) -> list[Row]:
             stats.claim_row(E7_CLAIMS[1], stats.versus(points, "ecn", "red", overhead, False)
                             + stats.versus(points, "ecn", "dt", overhead, False))]
     if lossy:
+        clients = sorted({n for _, folder, _ in runs if (n := _clients(folder))})
         rows.append(stats.claim_row(
-            E7_CLAIMS[2] + " (here: 10 clients)",
+            E7_CLAIMS[2] + (f" (here: {'/'.join(map(str, clients))} clients)" if clients else ""),
             stats.versus(lossy, "ecn", "red", receiver, False)
             + stats.versus(lossy, "red", "dt", receiver, False)))
     else:
@@ -595,22 +605,26 @@ def report_transport(runs, out):
             ratio = stats.over_folders(
                 m, lambda f: _share(_goodput_of(f, "rfc3168"), _goodput_of(f, "kernel")))
         elif who == "userspace" and f"{aqm}-kernel" in totals:
-            # Each repeat against the kernel run of the same seed (folders <label>.s<seed>).
-            kernel_runs = {f.suffix: _goodput_of(f, "kernel")
-                           for f in totals[f"{aqm}-kernel"].get("folders", [])}
-            ratio = stats.over_folders(m, lambda f: _share(
-                _goodput_of(f, "rfc3168"), kernel_runs.get(f.suffix, math.nan)))
+            # Each repeat against the kernel run of the same seed.
+            base = totals[f"{aqm}-kernel"]
+            by_seed = {run.get("seed"): _goodput_of(folder, "kernel")
+                       for run, folder in zip(base["repeats"], base["folders"])}
+            ratio = stats.Estimate(
+                _share(_goodput_of(folder, "rfc3168"), by_seed.get(run.get("seed"), math.nan))
+                for run, folder in zip(m["repeats"], m["folders"]))
         else:
             ratio = math.nan
-        cuts = {k: sum(int(f[f"cuts_{k}"] or 0) for folder in m.get("folders", [])
-                       for f in _flow_rows(folder))
-                for k in ("incipient", "moderate", "loss", "timeout")}
+
+        def cuts(kinds: tuple[str, ...]) -> stats.Estimate:
+            return stats.over_folders(m, lambda folder: sum(
+                int(f[f"cuts_{k}"] or 0) for f in _flow_rows(folder) for k in kinds))
         rows.append({**_basic_row(label, m),
                      "kernel flows Mb/s": _fmt(kernel) if kernel.n else "-",
                      "userspace flows Mb/s": _fmt(userspace) if userspace.n else "-",
                      "userspace/kernel": _fmt(ratio),
-                     "userspace cuts (mark/loss/timeout)":
-                         f"{cuts['incipient'] + cuts['moderate']}/{cuts['loss']}/{cuts['timeout']}"})
+                     "userspace cuts per run (mark/loss/timeout)": "/".join(
+                         f"{float(cuts(kinds)):.0f}" for kinds in (
+                             ("incipient", "moderate"), ("loss",), ("timeout",)))})
     figures = [plots.cwnd_over_time([(label, folder) for label, folder, _ in runs],
                                     out / "transport-cwnd.png",
                                     "cwnd: userspace Reno (lines) and Linux Reno (dots, 1/s)"),

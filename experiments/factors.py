@@ -83,10 +83,11 @@ def _access(value: float) -> Callable[[RunSpec], RunSpec]:
     """The senders' one-way access delay (ms), for a paper that does not give it."""
     def apply(spec: RunSpec) -> RunSpec:
         topo, delay = spec.topology, value / 1000
+        senders = topo.senders if isinstance(topo, DumbbellSpec) else topo.long_senders
+        if len({a.delay for a in senders}) > 1:
+            raise FactorError(f"{spec.label}: its senders' delays differ on purpose "
+                              "(RTT groups)")
         if isinstance(topo, DumbbellSpec):
-            if len({a.delay for a in topo.senders}) > 1:
-                raise FactorError(f"{spec.label}: its senders' delays differ on purpose "
-                                  "(RTT groups)")
             return replace(spec, topology=replace(
                 topo, senders=tuple(replace(a, delay=delay) for a in topo.senders)))
         return replace(spec, topology=replace(
@@ -96,12 +97,16 @@ def _access(value: float) -> Callable[[RunSpec], RunSpec]:
 
 
 def _clients(value: int) -> Callable[[RunSpec], RunSpec]:
-    """Seed 004's client count: each receiver is one client of the short transfers."""
+    """Seed 004's client count: each receiver is one client of the short transfers. The
+    run's time limit grows with the count (the run ends when the clients are done)."""
     def apply(spec: RunSpec) -> RunSpec:
         if spec.transfers is None:
             raise FactorError(f"{spec.label}: no short-transfer clients")
         receivers = spec.topology.receivers
-        return replace(spec, topology=replace(spec.topology, receivers=receivers[:1] * value))
+        if len(set(receivers)) > 1:
+            raise FactorError(f"{spec.label}: its clients' links differ")
+        return replace(spec, topology=replace(spec.topology, receivers=receivers[:1] * value),
+                       duration=spec.duration * max(1.0, value / len(receivers)))
     return apply
 
 

@@ -108,6 +108,8 @@ def test_clients_set_the_short_transfers_client_count():
     for spec in runs("e7", "clients=25", only="ecn-q64"):
         assert len(spec.topology.receivers) == 25 and spec.topology.receivers[0].delay == 0.0005
         assert spec.topology.bottleneck.pps == 125        # the paper's 1.5 Mb/s
+        # 25 x 11 x 100 KiB at 1.5 Mb/s take 154 s at least: the limit grows with the count.
+        assert spec.duration == 600
     lossy = runs("e7", "clients=25", loss=0.01, only="dt-q128*")[0]
     assert {r.loss for r in lossy.topology.receivers} == {0.01}
     with pytest.raises(factors.FactorError, match="reno-red: no short-transfer clients"):

@@ -425,22 +425,35 @@ def test_make_rejects_another_p4lang_value():
 
 def test_make_setup_refuses_a_python_older_than_3_11_before_apt(tmp_path):
     """Ubuntu 22.04's python3 is 3.10: the set-up names the interpreter and the way out
-    before it installs anything (not a dry run: the check itself runs)."""
+    before it installs anything. Not a dry run: the check runs, and apt-get and sudo are
+    stand-ins that leave a trace if anything reaches them."""
     if shutil.which("make") is None:
         pytest.skip("needs make")
-    old = tmp_path / "python3"
-    # Says 3.10 when asked its version, fails the version check otherwise.
-    old.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.10.12" && exit 0\nexit 1\n')
-    old.chmod(0o755)
-    made = subprocess.run(["make", "setup", f"PYTHON={old}"], cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    reached = tmp_path / "reached"
+    for name, script in (
+            # Says 3.10 when asked its version, fails the version check otherwise.
+            ("python3", '[ "$1" = --version ] && echo "Python 3.10.12" && exit 0\nexit 1'),
+            ("apt-get", f"echo apt-get >> {reached}; exit 1"),
+            ("sudo", f"echo sudo >> {reached}; exit 1")):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{script}\n")
+        (bin_dir / name).chmod(0o755)
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("P4LANG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    env["PATH"] = f"{bin_dir}:{env.get('PATH', '/usr/bin:/bin')}"
+    made = subprocess.run(["make", "setup", "PYTHON=python3"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
     assert made.returncode != 0
-    assert f"p4aqm needs Python 3.11+; {old} is Python 3.10.12" in made.stderr
+    assert "p4aqm needs Python 3.11+; python3 is Python 3.10.12" in made.stderr
     assert "make setup PYTHON=/usr/bin/python3.11" in made.stderr
-    assert "apt-get" not in made.stdout + made.stderr
+    assert not reached.exists()
 
 
 def test_make_setup_installs_the_interpreter_it_is_given():
     made = make_dry_run("setup", "PYTHON=/usr/bin/python3.11")
     assert "python3.11 python3.11-venv python3.11-dev python3-thrift" in made.stdout
     assert "/usr/bin/python3.11 -m venv --system-site-packages .venv" in made.stdout
+    # An interpreter that is not Debian's is the user's own: apt gets python3's packages.
+    made = make_dry_run("setup", "PYTHON=/opt/conda/bin/python")
+    assert "python3 python3-venv python3-dev python3-thrift" in made.stdout

@@ -245,7 +245,7 @@ def test_the_transport_report_uses_every_repeat(tmp_path):
     assert by["droptail-userspace"]["userspace flows Mb/s"] == "4.00 ± 25.41 (n=2)"
     # A repeat whose kernel flow carried nothing has no ratio; the other one counts.
     assert by["droptail-mixed"]["userspace/kernel"] == "0.50 (n=1)"
-    assert by["droptail-kernel"]["userspace cuts (mark/loss/timeout)"] == "2/4/0"
+    assert by["droptail-kernel"]["userspace cuts per run (mark/loss/timeout)"] == "1/2/0"
 
 
 def e4_runs(ared_goodput: float, amecn_goodput: float):
@@ -282,3 +282,32 @@ def test_a_curve_needs_two_points_of_the_same_seed():
                                           stats.metric("g"), True)
     assert text == "a: X at 1, outside Y's range" and verdict is None
     assert stats.claim_row("c", [(text, verdict)])["verdict"] == stats.UNCLEAR
+
+
+def test_only_the_runs_read_on_the_curve_are_judged():
+    def run(seed, d, g):
+        return {"seed": seed, "d": d, "g": g}
+    points = {"p": {"y": {"repeats": [run(1, 0.0, 0.0), run(2, 0.0, 0.0), run(3, 0.0, 0.0)]},
+                    "x": {"repeats": [run(1, 5.0, 9.0), run(2, 50.0, 1.0), run(3, 5.0, 9.2)]}},
+              "q": {"y": {"repeats": [run(1, 10.0, 10.0), run(2, 10.0, 10.0),
+                                      run(3, 10.0, 10.0)]}}}
+    (text, verdict), = stats.versus_curve(points, "x", "y", stats.metric("d"),
+                                          stats.metric("g"), True)
+    # Seed 2's 1.0 at 50 (beyond the curve) would have widened the interval past 5.0.
+    assert text.startswith("p: X 9.1 ± 1.27 (n=2) at 5 vs Y's curve there 5 ± 0 (n=2), 1 outside")
+    assert verdict == stats.HOLDS
+
+
+def test_e7_s_loss_claim_names_the_clients_the_runs_had(tmp_path):
+    from experiments import factors
+    runs = []
+    for spec in EXPERIMENTS["e7"].runs(PlanOptions(repeat=2, loss=0.01, only="*-q128*",
+                                                   factors=factors.parse(["clients=25"]))):
+        folder = tmp_path / spec.folder
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(jsonable(spec)))
+        overhead = {"dt": 3.0, "red": 0.9, "ecn": 0.5}[spec.label.split("-")[0]]
+        runs.append((spec.label, folder, {"receiver_overhead_percent": overhead + spec.seed / 100,
+                                          "seed": spec.seed}))
+    rows = EXPERIMENTS["e7"].verdicts(configurations(runs, EXPERIMENTS["e7"].plan(PlanOptions())))
+    assert rows[2]["claim"].endswith("(here: 25 clients)") and rows[2]["verdict"] == stats.HOLDS
