@@ -196,14 +196,19 @@ def _transfers(folder: Path) -> dict:
     out = {"transfers": count, "transfers_failed": failed,
            "transfer_time_s": metrics.summary(times)}
     minimum = json.loads((tdir / "minimum.json").read_text())
+    # An older calibration counted its own retransmissions in the minimum: no network
+    # overhead can be computed from it (the receiver's minimum is unaffected).
+    exact = "server_retransmitted" in minimum
     tcp = json.loads((tdir / "tcp.json").read_text())
     server = next(name for name in tcp if name.startswith("h"))
     ok = count - failed
-    if ok:
+    if ok and exact:
         # Linux's OutSegs leaves out retransmissions; RetransSegs counts them.
         sent = tcp[server]["OutSegs"] + tcp[server]["RetransSegs"]
         out["network_overhead_percent"] = metrics.overhead_percent(
             sent, minimum["server_out_segs"] * count)
+        out["calibration_retransmitted"] = minimum["server_retransmitted"]
+    if ok:
         out["receiver_overhead_percent"] = metrics.overhead_percent(
             sum(v["InSegs"] for k, v in tcp.items() if k.startswith("r")),
             minimum["client_in_segs"] * count)

@@ -198,3 +198,32 @@ def test_a_switch_that_serves_slower_than_configured_shows_in_the_service_ratio(
     # The records with 1 and 2 packets ahead (20 times the rate) are too few to time the
     # service: with them the median would be 20.
     assert run_metrics(tmp_path)["service_ratio"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("minimum, network", [
+    # The calibration overflowed a small buffer: 74 segments, 15 of them sent again.
+    pytest.param({"server_out_segs": 74, "server_retransmitted": 15, "client_in_segs": 74},
+                 100.0 * (2 * 74 + 30 - 148) / 148, id="minimum-without-retransmissions"),
+    pytest.param({"server_out_segs": 89, "client_in_segs": 74}, None, id="older-calibration"),
+])
+def test_short_transfers_overhead_against_each_segment_sent_once(tmp_path, minimum, network):
+    counters = [counter_row(0.0, 0, 0), counter_row(3.0, 300, 300)]
+    telemetry = [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 1.0,
+                  "pmax": 0.0}]
+    write_run(tmp_path, [], counters, telemetry)
+    transfers = tmp_path / "transfers"
+    transfers.mkdir()
+    (transfers / "client00.json").write_text(json.dumps({"size": 102400, "transfers": [
+        {"seconds": 1.5, "bytes": 102400}, {"seconds": 2.5, "bytes": 102400}]}))
+    (transfers / "minimum.json").write_text(json.dumps(minimum))
+    (transfers / "tcp.json").write_text(json.dumps({
+        "h1": {"OutSegs": 148, "RetransSegs": 30, "InSegs": 100},
+        "r1": {"OutSegs": 100, "RetransSegs": 0, "InSegs": 150}}))
+    m = run_metrics(tmp_path)
+    assert m["transfers"] == 2 and m["transfer_time_s"]["mean"] == 2.0
+    assert m["receiver_overhead_percent"] == pytest.approx(100.0 * (150 - 148) / 148)
+    if network is None:
+        assert "network_overhead_percent" not in m
+    else:
+        assert m["network_overhead_percent"] == pytest.approx(network)
+        assert m["calibration_retransmitted"] == 15
