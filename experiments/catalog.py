@@ -542,6 +542,9 @@ def report_e7(runs, out):
                      "network overhead %": _fmt(m.get("network_overhead_percent")),
                      "receiver overhead %": _fmt(m.get("receiver_overhead_percent")),
                      "loss %": _fmt(m.get("loss_percent")), "marks": m.get("marks", "-"),
+                     "utilisation": _fmt(m.get("utilisation")),
+                     # RED's drops happen at dequeue and cost a slot; DropTail's do not.
+                     "slots lost %": _fmt(m.get("slots_lost_percent"), 1),
                      "switch kept rate": _fmt(m.get("service_ratio"))})
     curves_net, curves_time = {}, {}
     for label, _, m in runs:
