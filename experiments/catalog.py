@@ -587,9 +587,9 @@ def _flow_rows(folder: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def _goodput_of(folder: Path, transport: str) -> float:
+def _goodput_of(rows: list[dict], transport: str) -> float:
     """Summed goodput of one run's flows with this sender (nan if it has none)."""
-    flows = [float(f["goodput_mbps"]) for f in _flow_rows(folder) if f["transport"] == transport]
+    flows = [float(f["goodput_mbps"]) for f in rows if f["transport"] == transport]
     return sum(flows) if flows else math.nan
 
 
@@ -600,27 +600,30 @@ def _share(a: float, b: float) -> float:
 def report_transport(runs, out):
     rows = []
     totals = {label: m for label, _, m in runs}
+    # Each repeat's flows.csv read once.
+    flows = {folder: _flow_rows(folder) for _, _, m in runs for folder in m["folders"]}
     for label, _, m in runs:
         aqm, who = label.split("-")
-        kernel = stats.over_folders(m, lambda f: _goodput_of(f, "kernel"))
-        userspace = stats.over_folders(m, lambda f: _goodput_of(f, "rfc3168"))
+        kernel = stats.over_folders(m, lambda f: _goodput_of(flows[f], "kernel"))
+        userspace = stats.over_folders(m, lambda f: _goodput_of(flows[f], "rfc3168"))
         if who == "mixed":
-            ratio = stats.over_folders(
-                m, lambda f: _share(_goodput_of(f, "rfc3168"), _goodput_of(f, "kernel")))
+            ratio = stats.over_folders(m, lambda f: _share(_goodput_of(flows[f], "rfc3168"),
+                                                           _goodput_of(flows[f], "kernel")))
         elif who == "userspace" and f"{aqm}-kernel" in totals:
             # Each repeat against the kernel run of the same seed.
             base = totals[f"{aqm}-kernel"]
-            by_seed = {run.get("seed"): _goodput_of(folder, "kernel")
+            by_seed = {run.get("seed"): _goodput_of(flows[folder], "kernel")
                        for run, folder in zip(base["repeats"], base["folders"])}
             ratio = stats.Estimate(
-                _share(_goodput_of(folder, "rfc3168"), by_seed.get(run.get("seed"), math.nan))
+                _share(_goodput_of(flows[folder], "rfc3168"),
+                       by_seed.get(run.get("seed"), math.nan))
                 for run, folder in zip(m["repeats"], m["folders"]))
         else:
             ratio = math.nan
 
         def cuts(kinds: tuple[str, ...]) -> stats.Estimate:
             return stats.over_folders(m, lambda folder: sum(
-                int(f[f"cuts_{k}"] or 0) for f in _flow_rows(folder) for k in kinds))
+                int(f[f"cuts_{k}"] or 0) for f in flows[folder] for k in kinds))
         rows.append({**_basic_row(label, m),
                      "kernel flows Mb/s": _fmt(kernel) if kernel.n else "-",
                      "userspace flows Mb/s": _fmt(userspace) if userspace.n else "-",
