@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.p4, pytest.mark.root]
 REPO = Path(__file__).resolve().parent.parent
 PHASE_TIMEOUT = 180.0    # s from the start to a phase (compiling alone takes ~7 s)
 EXIT_TIMEOUT = 90.0      # s from the signal to the exit (the teardown is bounded well below)
+ORPHAN_GRACE = 5.0       # s for orphans to notice their parent is gone
 LINE = re.compile(r"experiments: interrupted during (?P<where>[^;]+); (?P<rest>.+)")
 # Interfaces of the smoke topology's nodes (s1, h1, h2, r1, r2, b1, dh1, dh2, dbn).
 INTERFACE = re.compile(r"(s1|h\d+|r\d+|b1|dh\d+|dbn)-eth\d+|br0")
@@ -184,6 +185,11 @@ def experiment(can_run, tmp_path):
 
 def assert_nothing_left(e: Experiment) -> None:
     assert e.seen, "no process of the run was seen"
+    # Orphans such as Python's resource tracker end on their own once they see their
+    # parent's pipe close; a bounded moment for that, then anything left is a leak.
+    deadline = time.monotonic() + ORPHAN_GRACE
+    while e.left_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not e.left_running(), f"processes of the run still running: {e.left_running()}"
     namespaces = {s.netns for s in e.seen.values()} - {os.readlink("/proc/self/ns/net")}
     assert not netns_holders(namespaces), f"namespaces of the run held by {netns_holders(namespaces)}"
