@@ -1,6 +1,9 @@
 """Compile p4src/ with p4c (bmv2, v1model) into BMv2 JSON and P4Info (text and binary).
 
-    python -m control_plane.build [--out build]
+    python -m control_plane.build [--out build] [--drop-at enqueue]
+
+`--drop-at enqueue` builds the variant whose AQM runs in ingress, before the queue
+(p4src/include/control/queue_at_arrival.p4): the experiments' `--factor drop=enqueue`.
 
 `make build` runs this; the tests call compile_program() into their own folder.
 """
@@ -18,6 +21,8 @@ from control_plane import toolchain
 REPO = Path(__file__).resolve().parent.parent
 MAIN_P4 = REPO / "p4src" / "main.p4"
 PROGRAM = "p4aqm"
+# Where the AQM drops -> the preprocessor symbols that build it.
+DROP_AT = {"dequeue": (), "enqueue": ("P4AQM_DROP_AT_ENQUEUE",)}
 
 
 class CompileError(RuntimeError):
@@ -39,14 +44,14 @@ class Artifacts:
         return all(p.is_file() for p in (self.bmv2_json, self.p4info_txt, self.p4info_bin))
 
 
-def compile_program(out: Path, source: Path = MAIN_P4) -> Artifacts:
+def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue") -> Artifacts:
     """p4aqm.* for the main program, <stem>.* for another one (the benchmark's)."""
     p4c = toolchain.require("p4c")
     out.mkdir(parents=True, exist_ok=True)
     artifacts = Artifacts.in_folder(out, PROGRAM if source == MAIN_P4 else source.stem)
     cmd = [
         str(p4c), "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
-        "-o", str(out),
+        "-o", str(out), *(f"-D{symbol}" for symbol in DROP_AT[drop_at]),
         "--p4runtime-files", f"{artifacts.p4info_txt},{artifacts.p4info_bin}",
         str(source),
     ]
@@ -64,9 +69,12 @@ def compile_program(out: Path, source: Path = MAIN_P4) -> Artifacts:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "build")
+    parser.add_argument("--drop-at", choices=tuple(DROP_AT), default="dequeue",
+                        help="where the AQM drops: as the packet leaves its queue (egress, "
+                             "the default) or before it enters (ingress)")
     args = parser.parse_args(argv)
     try:
-        artifacts = compile_program(args.out)
+        artifacts = compile_program(args.out, drop_at=args.drop_at)
     except (toolchain.ToolMissing, CompileError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -114,11 +114,12 @@ def configurations(results: list[tuple[str, Path, dict]],
     return sorted(out, key=lambda r: order.get(r[0], len(order)))
 
 
-def compile_in_session(out: Path) -> Artifacts:
+def compile_in_session(out: Path, drop_at: str = "dequeue") -> Artifacts:
     """control_plane.build in a process group of its own, ended whole if interrupted (p4c's
     driver runs the preprocessor and the compiler as processes of their own)."""
     with GUARD.deferred():
-        build = subprocess.Popen([sys.executable, "-m", "control_plane.build", "--out", str(out)],
+        build = subprocess.Popen([sys.executable, "-m", "control_plane.build", "--out", str(out),
+                                  "--drop-at", drop_at],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                  start_new_session=True)
         try:
@@ -144,7 +145,7 @@ def wait_for_group(pgid: int, timeout: float = 5.0) -> None:
         time.sleep(0.02)
 
 
-def resumable(folder: Path, name: str, specs: list[RunSpec]) -> Artifacts:
+def resumable(folder: Path, name: str, specs: list[RunSpec], drop_at: str = "dequeue") -> Artifacts:
     """The folder's own build, after checking that the program compiles to it today (so
     the resumed runs run the same switch) and that its runs belong to this plan."""
     if not (folder / "build").is_dir():
@@ -162,7 +163,7 @@ def resumable(folder: Path, name: str, specs: list[RunSpec]) -> Artifacts:
                               f"{describe_factors(ran)}): resume with the options it ran with")
     artifacts = Artifacts.in_folder(folder / "build")
     with tempfile.TemporaryDirectory() as tmp:
-        today = compile_in_session(Path(tmp))
+        today = compile_in_session(Path(tmp), drop_at)
         if program(today.bmv2_json) != program(artifacts.bmv2_json):
             raise ResumeError(f"{folder}: the P4 program changed since these runs; "
                               "start a new run")
@@ -237,7 +238,7 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
     phase(f"{name} (compiling the program)")
     if resume:
         try:
-            artifacts = resumable(folder, name, specs)
+            artifacts = resumable(folder, name, specs, factors.drop_point(opts.factors))
         except ResumeError as e:
             console.print(f"[red]cannot resume: {e}")
             return 2
@@ -250,7 +251,7 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
                 shutil.rmtree(folder / spec.folder)
         console.print(f"resuming {folder}: {len(done)} runs done, {len(specs)} to go")
     else:
-        artifacts = compile_in_session(folder / "build")
+        artifacts = compile_in_session(folder / "build", factors.drop_point(opts.factors))
     repeat = opts.repeat or experiment.repeat
     console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs "
                   f"({repeat} per configuration) -> {folder}")

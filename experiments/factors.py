@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Callable
 
+from control_plane.build import DROP_AT
 from experiments.spec import TRANSPORTS, RunSpec
 from topologies.dumbbell import DumbbellSpec
 
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+DROP_POINTS = tuple(DROP_AT)
 
 
 class FactorError(ValueError):
@@ -122,6 +124,12 @@ def _pmax(value: str) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def drop_point(factors: tuple[tuple[str, str], ...]) -> str:
+    """Where the plan's program drops (control_plane.build's --drop-at): the one factor
+    that changes the compiled program rather than the runs."""
+    return dict(factors).get("drop", "dequeue")
+
+
 def _number(low: float, high: float, kind=float):
     def parse(text: str):
         try:
@@ -176,6 +184,9 @@ FACTORS: dict[str, Factor] = {
     "access": Factor("the senders' one-way access delay in ms (E4: long and cross senders)",
                      _number(0, 1000), _access),
     "clients": Factor("short-transfer clients (E7)", _number(1, 50, int), _clients),
+    "drop": Factor("where the AQM drops: dequeue (egress, BMv2's service slot spent) or "
+                   "enqueue (ingress, before the queue, as Linux and ns-2)",
+                   _choice(DROP_POINTS), lambda v: lambda spec: spec),   # the program only
 }
 
 

@@ -1,8 +1,10 @@
 // p4aqm: ECN and active queue management for BMv2 simple_switch_grpc (v1model).
 // Ingress forwards; egress, which runs as a packet leaves its queue, runs the port's AQM
-// algorithm, carries out its decision and exports telemetry. Shared steps are one control
-// each under include/control/; each algorithm is one file under include/aqm/; formats and
-// constants are in include/defines.p4.
+// algorithm, carries out its decision and exports telemetry. Built with
+// P4AQM_DROP_AT_ENQUEUE, ingress runs the AQM instead, before the packet is queued
+// (include/control/queue_at_arrival.p4). Shared steps are one control each under
+// include/control/; each algorithm is one file under include/aqm/; formats and constants
+// are in include/defines.p4.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -11,28 +13,51 @@
 #include "include/parser.p4"
 #include "include/control/forwarding.p4"
 #include "include/control/rtt_tracker.p4"
-#include "include/control/aqm_dispatch.p4"
-#include "include/control/verdict.p4"
+#include "include/control/aqm_stage.p4"
 #include "include/control/telemetry.p4"
 #include "include/control/ipv4_checksum.p4"
+#ifdef P4AQM_DROP_AT_ENQUEUE
+#include "include/control/queue_at_arrival.p4"
+#endif
 
 control IngressPipe(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t std_meta) {
     Forwarding() forwarding;
     RttTracker() rtt_tracker;
+#ifdef P4AQM_DROP_AT_ENQUEUE
+    ArrivalView() arrival_view;
+    AqmStage() aqm_stage;
+    Admit() admit;
+#endif
 
     apply {
         forwarding.apply(hdr, meta, std_meta);
         rtt_tracker.apply(hdr, std_meta.ingress_global_timestamp, meta.rtt_us);
+#ifdef P4AQM_DROP_AT_ENQUEUE
+        if (std_meta.egress_spec != DROP_PORT) {
+            standard_metadata_t view;
+            bit<1> fresh;
+            arrival_view.apply(meta.port_index, std_meta, view);
+            aqm_stage.apply(hdr, meta, view, fresh);
+            if (view.egress_spec == DROP_PORT) {
+                mark_to_drop(std_meta);
+            } else {
+                admit.apply(meta.port_index);
+            }
+        }
+#endif
     }
 }
 
 control EgressPipe(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t std_meta) {
-    AqmDispatch() aqm;
-    Verdict() verdict;
+#ifdef P4AQM_DROP_AT_ENQUEUE
+    Departure() departure;
+#else
+    AqmStage() aqm_stage;
+#endif
     TelemetryExport() telemetry_export;
     TelemetryFormat() telemetry_format;
 
@@ -40,15 +65,15 @@ control EgressPipe(inout headers_t hdr,
         if (std_meta.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
             telemetry_format.apply(hdr, meta.rec);
         } else {
+#ifdef P4AQM_DROP_AT_ENQUEUE
+            // The epoch's first packet may have been dropped in ingress: the telemetry
+            // sequence runs on across epochs (records carry their epoch).
+            bit<1> fresh = 0;
+            departure.apply(meta.port_index, std_meta, meta.rec);
+#else
             bit<1> fresh;
-            bit<1> fire;
-            bit<2> ecn = ECN_NOT_ECT;
-            if (hdr.ipv4.isValid()) {
-                ecn = hdr.ipv4.ecn;
-            }
-            aqm.apply(hdr, ecn, std_meta, meta, fresh, fire);
-            verdict.apply(meta.port_index, meta.group_index, meta.aqm.common, fire == 1, ecn, hdr,
-                          std_meta, meta.rec);
+            aqm_stage.apply(hdr, meta, std_meta, fresh);
+#endif
             if (meta.aqm.common.isValid()) {
                 telemetry_export.apply(meta.port_index, fresh, std_meta, meta.rec);
             }

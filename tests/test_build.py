@@ -33,3 +33,29 @@ def test_a_compile_error_fails_loudly(p4c, tmp_path, capsys):
     broken.write_text("#include <core.p4>\ncontrol C() { apply { undefined_thing(); } }\n")
     with pytest.raises(CompileError, match="undefined_thing"):
         compile_program(tmp_path / "out", broken)
+
+
+def aliases(p4info_txt) -> set[str]:
+    return {line.split('"')[1] for line in p4info_txt.read_text().splitlines()
+            if line.strip().startswith("alias:")}
+
+
+def tables_of(bmv2_json, pipeline: str) -> set[str]:
+    program = json.loads(bmv2_json.read_text())
+    return {t["name"].rsplit(".", 1)[-1] for p in program["pipelines"] if p["name"] == pipeline
+            for t in p["tables"]}
+
+
+def test_the_drop_at_enqueue_variant_moves_the_aqm_into_ingress_under_the_same_names(
+        p4c, tmp_path):
+    """The control plane finds tables and counters by their P4Info alias, so it drives
+    both programs alike; only where the AQM's tables are applied differs."""
+    assert main(["--out", str(tmp_path / "enqueue"), "--drop-at", "enqueue"]) == 0
+    default = compile_program(tmp_path / "dequeue")
+    variant = compile_program(tmp_path / "enqueue", drop_at="enqueue")
+    assert aliases(default.p4info_txt) <= aliases(variant.p4info_txt)
+    for artifacts, aqm_in, not_in in ((default, "egress", "ingress"),
+                                      (variant, "ingress", "egress")):
+        assert {"aqm_config", "idle_decay"} <= tables_of(artifacts.bmv2_json, aqm_in)
+        assert "aqm_config" not in tables_of(artifacts.bmv2_json, not_in)
+    assert "telemetry_config" in tables_of(variant.bmv2_json, "egress")

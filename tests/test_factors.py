@@ -4,6 +4,7 @@ does not apply."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,14 @@ def test_access_sets_the_senders_delay_and_keeps_rtt_groups():
     assert {a.delay for a in runs("e1", "access=5")[0].topology.senders} == {0.005}
     with pytest.raises(factors.FactorError, match="delays differ on purpose"):
         runs("e5", "access=5", only="red-15f")
+
+
+def test_the_drop_point_changes_the_program_not_the_runs():
+    plain = runs("e7")
+    moved = runs("e7", "drop=enqueue")
+    assert [replace(s, factors=()) for s in moved] == plain
+    assert moved[0].factors == (("drop", "enqueue"),)
+    assert factors.drop_point(moved[0].factors) == "enqueue"
+    assert factors.drop_point(plain[0].factors) == "dequeue"
+    with pytest.raises(factors.FactorError, match="'egress' is not one of dequeue, enqueue"):
+        factors.parse(["drop=egress"])
