@@ -43,8 +43,10 @@ def _pps(bottleneck: dict) -> int:
     return max(1, round(bottleneck["mbps"] * 1e6 / (8 * bottleneck["packet_bytes"])))
 
 
-def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float) -> dict:
-    """Loss, marks, utilisation, queue and delay of one congested port."""
+def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
+                 drop_at: str = "dequeue") -> dict:
+    """Loss, marks, utilisation, queue and delay of one congested port. drop_at: where its
+    AQM dropped (the `drop` factor)."""
     out: dict = {"bottleneck_pps": pps}
     counters = read_csv(folder / f"counters{suffix}.csv")
     if len(counters) >= 2:
@@ -54,9 +56,12 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float) 
         silent = max(0.0, arrived - (last["seen_packets"] - first["seen_packets"]))
         dropped = _drops(last) - _drops(first) + silent
         # Drops in egress happen at dequeue: each used one of the port's service slots.
-        dequeue_drops = _drops(last) - _drops(first)
+        # Drops in ingress (drop=enqueue) are counted as seen but never queued.
+        aqm_drops = _drops(last) - _drops(first)
         served = last["seen_packets"] - first["seen_packets"]
-        out["slots_lost_percent"] = 100.0 * dequeue_drops / served if served else 0.0
+        if drop_at == "enqueue":
+            served, aqm_drops = served - aqm_drops, 0
+        out["slots_lost_percent"] = 100.0 * aqm_drops / served if served else 0.0
         out.update(arrived=int(arrived), dropped=int(dropped), tail_drops_bmv2=int(silent),
                    marks=int(last["marks_ce"] + last["marks_incipient"]
                              - first["marks_ce"] - first["marks_incipient"]),
@@ -92,8 +97,9 @@ def run_metrics(folder: Path) -> dict:
                  "factors": [list(f) for f in config.get("factors", [])],
                  "algorithm": config["aqm"]["type"],
                  "loop": (config["loop"] or {}).get("kind"), "window_s": [start, end]}
+    drop_at = dict(config.get("factors", [])).get("drop", "dequeue")   # experiments/factors.py
     if "links" in topo:   # a parking lot: one congested port per switch s1..sK
-        links = {f"s{i}": link_metrics(folder, f"-s{i}", _pps(link), start, end)
+        links = {f"s{i}": link_metrics(folder, f"-s{i}", _pps(link), start, end, drop_at)
                  for i, link in enumerate(topo["links"], start=1)}
         out["links"] = links
         # Seed 001: the path's delay and queue are the sums over its links.
@@ -110,7 +116,7 @@ def run_metrics(folder: Path) -> dict:
         capacity = min(_pps(link) * link["packet_bytes"] * 8 / 1e6 for link in topo["links"])
     else:
         bottleneck = topo["bottleneck"]
-        out.update(link_metrics(folder, "", _pps(bottleneck), start, end))
+        out.update(link_metrics(folder, "", _pps(bottleneck), start, end, drop_at))
         capacity = _pps(bottleneck) * bottleneck["packet_bytes"] * 8 / 1e6
 
     flows = []   # one row per TCP connection (an iperf3 with -P N gives N)

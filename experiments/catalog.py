@@ -484,7 +484,7 @@ E7_CLAIMS = ["ECN does not improve transfer times significantly",
              "ECN 0.56 %"]
 
 
-def _clients(folder: Path) -> int | None:
+def _client_count(folder: Path) -> int | None:
     """How many short-transfer clients the run had (its config.json), None if unknown."""
     try:
         return len(json.loads((folder / "config.json").read_text())["topology"]["receivers"])
@@ -520,7 +520,7 @@ def verdicts_e7(runs) -> list[Row]:
             stats.claim_row(E7_CLAIMS[1], stats.versus(points, "ecn", "red", overhead, False)
                             + stats.versus(points, "ecn", "dt", overhead, False))]
     if lossy:
-        clients = sorted({n for _, folder, _ in runs if (n := _clients(folder))})
+        clients = sorted({n for _, folder, _ in runs if (n := _client_count(folder))})
         rows.append(stats.claim_row(
             E7_CLAIMS[2] + (f" (here: {'/'.join(map(str, clients))} clients)" if clients else ""),
             stats.versus(lossy, "ecn", "red", receiver, False)

@@ -85,16 +85,15 @@ def _access(value: float) -> Callable[[RunSpec], RunSpec]:
     """The senders' one-way access delay (ms), for a paper that does not give it."""
     def apply(spec: RunSpec) -> RunSpec:
         topo, delay = spec.topology, value / 1000
-        senders = topo.senders if isinstance(topo, DumbbellSpec) else topo.long_senders
+        dumbbell = isinstance(topo, DumbbellSpec)
+        senders = topo.senders if dumbbell else topo.long_senders
         if len({a.delay for a in senders}) > 1:
             raise FactorError(f"{spec.label}: its senders' delays differ on purpose "
                               "(RTT groups)")
-        if isinstance(topo, DumbbellSpec):
-            return replace(spec, topology=replace(
-                topo, senders=tuple(replace(a, delay=delay) for a in topo.senders)))
-        return replace(spec, topology=replace(
-            topo, long_senders=tuple(replace(a, delay=delay) for a in topo.long_senders),
-            cross_access=replace(topo.cross_access, delay=delay)))
+        moved = tuple(replace(a, delay=delay) for a in senders)
+        topo = (replace(topo, senders=moved) if dumbbell else replace(
+            topo, long_senders=moved, cross_access=replace(topo.cross_access, delay=delay)))
+        return replace(spec, topology=topo)
     return apply
 
 

@@ -65,8 +65,9 @@ def test_summary():
     assert math.isnan(metrics.summary([])["mean"])
 
 
-def write_run(folder, flows, counters, telemetry, measure_from=1.0, duration=3.0):
+def write_run(folder, flows, counters, telemetry, measure_from=1.0, duration=3.0, factors=()):
     config = {"label": "x", "aqm": {"type": "Red"}, "loop": None, "measure_from": measure_from,
+              "factors": [list(f) for f in factors],
               "duration": duration,
               "flows": [{"group": g, "reverse": False, "start": 0.0,
                          "transport": r.get("start", {}).get("response", "kernel")}
@@ -139,6 +140,26 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert mecn_row[7:10] == ["4.0", "3.0", "10"] and "giving up" in mecn_row[10]
     assert mecn_row[11:] == ["4", "2", "1", "0"] and rows[1].split(",")[10] == ""
 
+
+
+def test_drops_at_enqueue_spend_no_service_slot(tmp_path):
+    """drop=enqueue: ingress counts a packet it drops as seen, but it never takes a slot."""
+    counters = [counter_row(0.0, 0, 0), counter_row(1.0, 100, 100, prob=20),
+                counter_row(3.0, 300, 300, prob=50, overflow=10)]
+    telemetry = [{"t": 1.0, "avg": 4.0, "qdepth": 6, "prob": 0.01, "sojourn_ms": 60.0,
+                  "pmax": 0.1}]
+    (tmp_path / "enqueue").mkdir()
+    (tmp_path / "dequeue").mkdir()
+    write_run(tmp_path / "enqueue", [("f", iperf(1_000_000, 1_000_000, 3.0, 0))], counters,
+              telemetry, factors=[("drop", "enqueue")])
+    m = run_metrics(tmp_path / "enqueue")
+    assert m["slots_lost_percent"] == 0.0
+    assert m["dropped"] == 60 and m["tail_drops_bmv2"] == 0
+    # Window [1, 3]: (300 - 100) seen - (60 - 20) dropped = 160 sent over 2 s of 100/s.
+    assert m["utilisation"] == pytest.approx(160 / 200)
+    write_run(tmp_path / "dequeue", [("f", iperf(1_000_000, 1_000_000, 3.0, 0))], counters,
+              telemetry)
+    assert run_metrics(tmp_path / "dequeue")["slots_lost_percent"] == pytest.approx(100 * 60 / 300)
 
 def test_each_stream_of_an_iperf3_is_a_flow():
     def stream(received: int, retransmits: int) -> dict:
