@@ -80,6 +80,18 @@ class Bmv2Config:
         return cmd
 
 
+def end_group(leader: subprocess.Popen, first: signal.Signals, timeout: float) -> None:
+    """`first`, then SIGKILL after `timeout`, to the process group `leader` started (ours:
+    never a group found by name); waits for the leader."""
+    if leader.poll() is None:
+        os.killpg(leader.pid, first)
+    try:
+        leader.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait(timeout)
+
+
 @dataclass
 class Bmv2Switch:
     """A simple_switch_grpc process we started; stop() ends exactly that process."""
@@ -117,13 +129,7 @@ class Bmv2Switch:
         """SIGTERM, then SIGKILL, to the process group we started (the switch)."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout)
+        end_group(self.process, signal.SIGTERM, timeout)
         self.process = None
 
     def runtime_cli(self, commands: list[str], timeout: float = 30.0) -> str:

@@ -21,7 +21,7 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Host, Node, Switch
 
-from control_plane.bmv2 import Bmv2Config, Bmv2Switch
+from control_plane.bmv2 import Bmv2Config, Bmv2Switch, end_group
 from topologies.cleanup import GUARD, netns_of, stop_namespaces
 
 # Importing Mininet made every logger created afterwards a MininetLogger with a stderr
@@ -205,15 +205,8 @@ class RunNet(Mininet):
 def end_node(node: Node, timeout: float = 5.0) -> None:
     """Mininet's terminate (each class ends its own processes by PID), after hanging up
     the node's shell and its commands without Mininet's unbounded wait. Idempotent."""
-    shell = node.shell
-    if shell is not None:
-        if shell.poll() is None:
-            os.killpg(shell.pid, signal.SIGHUP)
-        try:
-            shell.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(shell.pid, signal.SIGKILL)
-            shell.wait(timeout)
+    if node.shell is not None:
+        end_group(node.shell, signal.SIGHUP, timeout)
     node.terminate()
 
 
