@@ -190,16 +190,19 @@ def _transfers(folder: Path) -> dict:
     clients = sorted(tdir.glob("client*.json")) if tdir.exists() else []
     if not clients:
         return {}
-    times, failed, count = [], 0, 0
+    times, failed, begun, planned = [], 0, 0, 0
     for path in clients:
         data = json.loads(path.read_text())
         for t in data["transfers"]:
-            count += 1
             if t["seconds"] is None or t["bytes"] != data["size"]:
                 failed += 1
             else:
                 times.append(t["seconds"])
-    out = {"transfers": count, "transfers_failed": failed,
+        begun += len(data["transfers"])
+        planned += data.get("count", len(data["transfers"]))
+    # Transfers a client never began (it was stopped at the run's end) count as failed;
+    # the overheads are over the transfers begun, whose segments were sent.
+    out = {"transfers": planned, "transfers_failed": failed + planned - begun,
            "transfer_time_s": metrics.summary(times)}
     minimum = json.loads((tdir / "minimum.json").read_text())
     # An older calibration counted its own retransmissions in the minimum: no network
@@ -207,15 +210,15 @@ def _transfers(folder: Path) -> dict:
     exact = "server_retransmitted" in minimum
     tcp = json.loads((tdir / "tcp.json").read_text())
     server = next(name for name in tcp if name.startswith("h"))
-    ok = count - failed
+    ok = begun - failed
     if ok and exact:
         # Linux's OutSegs leaves out retransmissions; RetransSegs counts them.
         sent = tcp[server]["OutSegs"] + tcp[server]["RetransSegs"]
         out["network_overhead_percent"] = metrics.overhead_percent(
-            sent, minimum["server_out_segs"] * count)
+            sent, minimum["server_out_segs"] * begun)
         out["calibration_retransmitted"] = minimum["server_retransmitted"]
     if ok:
         out["receiver_overhead_percent"] = metrics.overhead_percent(
             sum(v["InSegs"] for k, v in tcp.items() if k.startswith("r")),
-            minimum["client_in_segs"] * count)
+            minimum["client_in_segs"] * begun)
     return out

@@ -419,6 +419,8 @@ class Run:
                         topo.senders[0].ip, "--port", str(TRANSFER_PORT),
                         "--count", str(spec.transfers.count), "--size", str(spec.transfers.size),
                         "--cc", spec.topology.congestion_control,
+                        # A stalled transfer is measured to the run's end, not cut short.
+                        "--timeout", f"{spec.duration + GRACE:.0f}",
                         "--out", str(self.folder / "transfers" / f"client{j:02d}.json")]
                 pending.append((0.0, topo.host(r), argv, None))
         time.sleep(0.5)  # servers listening

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import socketserver
 import sys
@@ -46,20 +47,29 @@ class Server(socketserver.ThreadingTCPServer):
         super().server_bind()
 
 
-def fetch(server: str, port: int, size: int, timeout: float, congestion_control: str) -> dict:
+def fetch(server: str, port: int, size: int, timeout: float, congestion_control: str,
+          progress: dict) -> None:
+    """One transfer; `progress` holds its bytes so far, and its time once complete."""
     start = time.monotonic()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion_control.encode())
         sock.settimeout(timeout)
         sock.connect((server, port))
         sock.sendall(f"GET {size}\n".encode())
-        got = 0
         while True:
             data = sock.recv(CHUNK)
             if not data:
                 break
-            got += len(data)
-    return {"bytes": got, "seconds": time.monotonic() - start}
+            progress["bytes"] += len(data)
+    progress["seconds"] = time.monotonic() - start
+
+
+def save(path: str, record: dict) -> None:
+    """Whole or not at all: the run may be stopped while this is written."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as out:
+        json.dump(record, out)
+    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,16 +95,28 @@ def main(argv: list[str] | None = None) -> int:
             server.serve_forever()
         return 0
 
-    transfers = []
-    for _ in range(args.count):
-        try:
-            transfers.append(fetch(args.server, args.port, args.size, args.timeout, args.cc))
-        except OSError as err:
-            transfers.append({"bytes": 0, "seconds": None, "error": str(err)})
-            break
-    with open(args.out, "w") as out:
-        json.dump({"size": args.size, "transfers": transfers}, out)
-    return 0 if all(t["bytes"] == args.size for t in transfers) else 1
+    # Every transfer is tried and recorded, a failed one too (the load stays the same), and
+    # the file is rewritten after each, so a client stopped at the run's end (SIGINT) keeps
+    # what it did; transfers never begun show as missing from `count`.
+    record = {"size": args.size, "count": args.count, "transfers": []}
+    save(args.out, record)
+    under_way = None
+    try:
+        for _ in range(args.count):
+            under_way = {"bytes": 0, "seconds": None}
+            record["transfers"].append(under_way)
+            try:
+                fetch(args.server, args.port, args.size, args.timeout, args.cc, under_way)
+            except OSError as err:
+                under_way["error"] = str(err)
+            under_way = None
+            save(args.out, record)
+    except KeyboardInterrupt:
+        if under_way is not None:
+            under_way["error"] = "interrupted at the run's end"
+        save(args.out, record)
+        return 1
+    return 0 if all(t["bytes"] == args.size for t in record["transfers"]) else 1
 
 
 if __name__ == "__main__":

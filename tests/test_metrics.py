@@ -224,7 +224,7 @@ def test_a_switch_that_serves_slower_than_configured_shows_in_the_service_ratio(
 @pytest.mark.parametrize("minimum, network", [
     # The calibration overflowed a small buffer: 74 segments, 15 of them sent again.
     pytest.param({"server_out_segs": 74, "server_retransmitted": 15, "client_in_segs": 74},
-                 100.0 * (2 * 74 + 30 - 148) / 148, id="minimum-without-retransmissions"),
+                 100.0 * (148 + 30 - 4 * 74) / (4 * 74), id="minimum-without-retransmissions"),
     pytest.param({"server_out_segs": 89, "client_in_segs": 74}, None, id="older-calibration"),
 ])
 def test_short_transfers_overhead_against_each_segment_sent_once(tmp_path, minimum, network):
@@ -236,13 +236,20 @@ def test_short_transfers_overhead_against_each_segment_sent_once(tmp_path, minim
     transfers.mkdir()
     (transfers / "client00.json").write_text(json.dumps({"size": 102400, "transfers": [
         {"seconds": 1.5, "bytes": 102400}, {"seconds": 2.5, "bytes": 102400}]}))
+    # A client stopped in its second transfer, with a third it never began.
+    (transfers / "client01.json").write_text(json.dumps({"size": 102400, "count": 3,
+                                                         "transfers": [
+        {"seconds": 3.0, "bytes": 102400},
+        {"seconds": None, "bytes": 5000, "error": "interrupted at the run's end"}]}))
     (transfers / "minimum.json").write_text(json.dumps(minimum))
     (transfers / "tcp.json").write_text(json.dumps({
         "h1": {"OutSegs": 148, "RetransSegs": 30, "InSegs": 100},
         "r1": {"OutSegs": 100, "RetransSegs": 0, "InSegs": 150}}))
     m = run_metrics(tmp_path)
-    assert m["transfers"] == 2 and m["transfer_time_s"]["mean"] == 2.0
-    assert m["receiver_overhead_percent"] == pytest.approx(100.0 * (150 - 148) / 148)
+    assert m["transfers"] == 5 and m["transfers_failed"] == 2
+    assert m["transfer_time_s"]["mean"] == pytest.approx(7 / 3)
+    # Over the 4 transfers begun (their segments were sent): minimum 74 each.
+    assert m["receiver_overhead_percent"] == pytest.approx(100.0 * (150 - 4 * 74) / (4 * 74))
     if network is None:
         assert "network_overhead_percent" not in m
     else:
