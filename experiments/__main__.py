@@ -94,10 +94,15 @@ def finished(folder: Path, spec: RunSpec) -> bool:
 
 
 def program(bmv2_json: Path) -> dict:
-    """The compiled program without the path p4c was given."""
-    compiled = json.loads(bmv2_json.read_text())
-    compiled.pop("program", None)
-    return compiled
+    """The compiled program without where its source was: the path p4c was given and the
+    source locations, which name the checkout's folder (another clone, another machine)."""
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("program", "source_info")}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+    return strip(json.loads(bmv2_json.read_text()))
 
 
 def configurations(results: list[tuple[str, Path, dict]],
