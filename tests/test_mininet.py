@@ -34,7 +34,7 @@ def test_two_flows_through_the_switch(mininet_ready, artifacts, tmp_path, ecn):
     bottleneck = Bottleneck(mbps=5, delay=0.005, buffer=50)
     spec = RunSpec("test", f"ecn-{ecn}",
                    DumbbellSpec(senders=(Access(20, 0.005),) * 2,
-                                receivers=(Access(20, 0.0),) * 2, bottleneck=bottleneck,
+                                receivers=(Access(20, 0.001),) * 2, bottleneck=bottleneck,
                                 ecn=ecn),
                    RedEcn(minth=3, maxth=9, maxp=0.2, wq=0.02, limit=50),
                    duration=8, flows=(Flow(0, 0), Flow(1, 1)), measure_from=3)
@@ -49,9 +49,17 @@ def test_two_flows_through_the_switch(mininet_ready, artifacts, tmp_path, ecn):
         assert m["marks"] > 0
     else:
         assert m["marks"] == 0 and m["dropped"] > 0
-    # The delay the run asked for is there: 2 x (5 + 5) ms plus processing.
+    # The delay the run asked for is there: 2 x (5 + 5 + 1) ms plus processing.
     for check in m["rtt_check"]:
-        assert 20.0 <= check["avg_ms"] <= 24.0, check
+        assert 22.0 <= check["avg_ms"] <= 26.0, check
+    # The bridge in front of the receivers forwards each frame to its receiver only: what
+    # reached the receivers' delay lines is at most what the senders sent (it would be half
+    # as much again if the receivers' ACKs were flooded to each other).
+    lines = {name: json.loads((folder / f"{name}.json").read_text())
+             for name in ("dh1", "dh2", "dr1", "dr2")}
+    sent = sum(lines[d][f"{d}-eth0>{d}-eth1"]["received"] for d in ("dh1", "dh2"))
+    toward = sum(lines[d][f"{d}-eth1>{d}-eth0"]["received"] for d in ("dr1", "dr2"))
+    assert 0.5 * sent < toward <= sent, f"{toward} frames toward the receivers, {sent} sent"
     assert (folder / "telemetry.csv").stat().st_size > 0
     assert len(list((folder / "flows").glob("*.json"))) == 2
     # Nothing the run started outlives it (delay lines, the switch, traffic).

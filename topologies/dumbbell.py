@@ -103,9 +103,10 @@ class Dumbbell:
                         seed=self.spec.seed * 1000 + 500 + j, workdir=self.workdir)
 
     def _configure_hosts(self) -> None:
-        configure_hosts(self.net, self.senders + self.receivers,
-                        list(self.spec.senders) + list(self.spec.receivers),
+        hosts = self.senders + self.receivers
+        configure_hosts(self.net, hosts, list(self.spec.senders) + list(self.spec.receivers),
                         self.spec.congestion_control, self.spec.ecn,
+                        [SWITCH_MAC.format(1)] * len(hosts),
                         mtu=self.spec.bottleneck.packet_bytes)
 
     def routes(self) -> list[tuple[str, int, str, str]]:

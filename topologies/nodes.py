@@ -296,15 +296,19 @@ def attach_host(net: Mininet, info: HostInfo, access: Access, peer: Node, port: 
 
 
 def configure_hosts(net: Mininet, hosts: list[HostInfo], accesses: list[Access],
-                    congestion_control: str, ecn: bool, mtu: int = 1500) -> None:
-    """configure_host on each, and static ARP for every other host (one /16)."""
-    for info, access in zip(hosts, accesses):
+                    congestion_control: str, ecn: bool, gateways: list[str],
+                    mtu: int = 1500) -> None:
+    """configure_host on each, and static ARP for every other host (one /16) to the host's
+    gateway: the MAC of the P4 switch it reaches the others through. Every other host is
+    behind that switch, which rewrites source MACs; a bridge in front of it learns the
+    switch's MAC, never the far hosts', and would flood frames addressed to those."""
+    for info, access, gateway in zip(hosts, accesses, gateways, strict=True):
         host = net.get(info.name)
         configure_host(host, congestion_control, ecn, access.mbps, mtu=mtu)
         intf = host.defaultIntf().name
         for other in hosts:
             if other is not info:
-                host.cmd(f"ip neigh replace {other.ip} lladdr {other.mac} dev {intf} "
+                host.cmd(f"ip neigh replace {other.ip} lladdr {gateway} dev {intf} "
                          "nud permanent")
 
 

@@ -96,8 +96,11 @@ class ParkingLot:
             start_boxes(net)
             infos = list(self.hosts.values())
             accesses = [self._access(name) for name in self.hosts]
+            # The exit bridge's hosts reach the others through the last switch.
+            gateways = [SWITCH_MAC.format(min(self.attached[name], self.k))
+                        for name in self.hosts]
             configure_hosts(net, infos, accesses, self.spec.congestion_control, self.spec.ecn,
-                            mtu=self.spec.links[0].packet_bytes)
+                            gateways, mtu=self.spec.links[0].packet_bytes)
         except BaseException:
             self.stop()
             raise
