@@ -37,9 +37,8 @@ control IngressPipe(inout headers_t hdr,
 #ifdef P4AQM_DROP_AT_ENQUEUE
         if (std_meta.egress_spec != DROP_PORT) {
             standard_metadata_t view;
-            bit<1> fresh;
             arrival_view.apply(meta.port_index, std_meta, view);
-            aqm_stage.apply(hdr, meta, view, fresh);
+            aqm_stage.apply(hdr, meta, view);
             if (view.egress_spec == DROP_PORT) {
                 mark_to_drop(std_meta);
             } else {
@@ -63,19 +62,21 @@ control EgressPipe(inout headers_t hdr,
 
     apply {
         if (std_meta.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
-            telemetry_format.apply(hdr, meta.rec);
+            telemetry_format.apply(hdr, meta.rec, meta.stamp);
         } else {
 #ifdef P4AQM_DROP_AT_ENQUEUE
-            // The epoch's first packet may have been dropped in ingress: the telemetry
-            // sequence runs on across epochs (records carry their epoch).
-            bit<1> fresh = 0;
             departure.apply(meta.port_index, std_meta, meta.rec);
 #else
-            bit<1> fresh;
-            aqm_stage.apply(hdr, meta, std_meta, fresh);
+            aqm_stage.apply(hdr, meta, std_meta);
 #endif
             if (meta.aqm.common.isValid()) {
-                telemetry_export.apply(meta.port_index, fresh, std_meta, meta.rec);
+#ifdef P4AQM_DROP_AT_ENQUEUE
+                // The epoch's first packet may have been dropped in ingress: the telemetry
+                // sequence runs on across epochs (records carry their epoch).
+                meta.aqm.common.fresh = 0;
+#endif
+                telemetry_export.apply(meta.port_index, meta.aqm.common.fresh, hdr, std_meta,
+                                       meta.rec, meta.stamp);
             }
         }
     }

@@ -1,9 +1,11 @@
-"""The benchmark's trace profile counts each kind per packet from BMv2's log lines."""
+"""The benchmark's trace profile counts each kind per packet from BMv2's log lines, and its
+instruction count splits a packet's cost into BMv2's parts."""
 
 from __future__ import annotations
 
 import pytest
 
+from benchmarks.instructions import breakdown
 from benchmarks.profile import per_packet
 
 TRACE = """\
@@ -30,3 +32,25 @@ def test_counts_per_packet_with_clones_and_without_the_first():
 def test_a_trace_without_packets_is_an_error():
     with pytest.raises(RuntimeError, match="no packet"):
         per_packet("[bmv2] [I] nothing traced\n")
+
+
+ANNOTATED = """\
+--------------------------------------------------------------------------------
+Ir                   file:function
+--------------------------------------------------------------------------------
+33,151,500 (58.83%)  ???:bm::Field::export_bytes() [/opt/p4-perf/bin/simple_switch_grpc]
+23,945,400 (42.49%)  ???:bm::Pipeline::apply(bm::Packet*) [/opt/p4-perf/bin/simple_switch_grpc]
+12,093,900 (21.46%)  ???:bm::PHV::reset_metadata() [/opt/p4-perf/bin/simple_switch_grpc]
+ 7,098,967 (12.60%)  ./malloc/./malloc/malloc.c:_int_free [/usr/lib/x86_64-linux-gnu/libc.so.6]
+ 5,538,600 ( 9.83%)  ???:bm::PHV::reset() [/opt/p4-perf/bin/simple_switch_grpc]
+ 4,473,300 ( 7.94%)  src/bm_sim/parser.cpp:bm::Parser::parse(bm::Packet*) const
+ 3,174,900 ( 5.63%)  ???:add_header::operator()(bm::Header&) [/opt/p4-perf/bin/simple_switch_grpc]
+   300,000 ( 0.53%)  ???:bm::PHV::reset_header_stacks() [/opt/p4-perf/bin/simple_switch_grpc]
+"""
+
+
+def test_parts_from_callgrind_annotate():
+    parts = breakdown(ANNOTATED)
+    assert parts == {"zero_metadata": 12_093_900, "invalidate_headers": 5_538_600,
+                     "zero_headers_made_valid": 3_174_900, "parser": 4_473_300,
+                     "match_action": 23_945_400 - 3_174_900, "deparser": 0}

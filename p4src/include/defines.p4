@@ -27,13 +27,16 @@
 // runs. A header costs about as much per packet to invalidate, and as much per field to
 // zero when it is made valid. So parameters live in one header per algorithm (made valid
 // by its aqm_config action), each control keeps its working values in a header of its own,
-// and metadata holds only what crosses from ingress to egress and the record a telemetry
-// clone preserves. p4c gives every expression passed to a register or counter call a
-// temporary, and its copy propagation turns a field just assigned an expression back into
-// that expression; values for those calls are therefore computed in actions (a table's,
-// or one called directly), from where p4c does not propagate them. There are no helper
-// functions (each call site costs temporaries). Straight-line code goes into actions where
-// it can (p4c makes a table of every stretch of it between `if`s), but never an `if`:
+// the telemetry record is two headers (a telemetry clone copies every valid header), the
+// per-packet flags are fields of the port's common header, and metadata holds only what
+// crosses from ingress to egress. p4c gives a register or counter call a temporary for
+// every index that is not a metadata field or an action's parameter, and for every value
+// that is an expression; its copy propagation turns a local just assigned an expression
+// back into that expression. Values for those calls are therefore computed in actions (a
+// table's, or one called directly), from where p4c does not propagate them. There are no
+// helper functions (each call site costs temporaries). Straight-line code goes into
+// actions where it can (p4c makes a table of every stretch of it between `if`s), but
+// never an `if`:
 // p4c predicates an `if` inside an action into conditional expressions, which cost more
 // in BMv2 without logging (RED +10 % measured) than the tables and conditions they save.
 
@@ -65,8 +68,6 @@ const port_t CPU_PORT = 510;
 const bit<32> TELEMETRY_SESSION = 500;
 // Size of telemetry_t in bytes: a telemetry clone is truncated to it.
 const bit<32> TELEMETRY_BYTES = 82;
-// @field_list index of the metadata preserved in a telemetry clone.
-#define FL_TELEMETRY 1
 
 const bit<32> PKT_INSTANCE_TYPE_NORMAL = 0;
 const bit<32> PKT_INSTANCE_TYPE_EGRESS_CLONE = 2;
@@ -78,9 +79,9 @@ const bit<2> ECN_ECT1 = 1;
 const bit<2> ECN_ECT0 = 2;
 const bit<2> ECN_CE = 3;
 
-// What the ECN-capable packet gets when the marker fires.
+// What the ECN-capable packet gets when MECN's marker fires in [minth, midth); a mark sets
+// CE (moderate) elsewhere.
 const bit<2> LEVEL_INCIPIENT = ECN_ECT1;
-const bit<2> LEVEL_MODERATE = ECN_CE;
 
 // How a marking decision is carried out.
 const bit<2> ECN_MODE_DROP = 0;         // every decision drops

@@ -126,7 +126,9 @@ struct aqm_params_t {
 }
 
 struct local_metadata_t {
-    bit<1>          l3_parsed;  // the parser got through the IPv4 header and its options
+    // 1: the parser got through the IPv4 header and its options. 8 bits, so that the
+    // metadata needs no padding field (zeroed for every packet like any other).
+    bit<8>          l3_parsed;
     // The egress port, as the index of per-port registers and counters, from the
     // forwarding action: p4c would make a temporary of an expression (or of a header
     // field) for every register and counter call it is given to.
@@ -135,7 +137,8 @@ struct local_metadata_t {
     bit<32>         rtt_us;     // ingress: the flow's RTT (rtt_tracker.p4), 0 if not measured
     bit<32>         group_index;  // egress: port * 4 + the packet's group (verdict.p4)
     aqm_params_t    aqm;
-    aqm_record_t    rec;
+    aqm_record_h    rec;
+    aqm_stamp_h     stamp;
 }
 
 #endif

@@ -72,7 +72,7 @@ control AecnGroup(in bit<32> index,
                   in headers_t hdr,
                   in bit<32> rtt,
                   in standard_metadata_t std_meta,
-                  inout aqm_record_t rec,
+                  inout aqm_record_h rec,
                   inout bit<32> group_index) {
     flow_key_h flow;
 
@@ -142,8 +142,7 @@ header aecn_vars_h {
 control AecnDebt(in bit<32> index,
                  in bit<1> fresh,
                  in aecn_h p,
-                 in bit<2> ecn,
-                 inout aqm_record_t rec,
+                 inout aqm_record_h rec,
                  inout bit<1> fire) {
     register<bit<32>>(PORT_SLOTS) debt_reg;
     aecn_vars_h v;
@@ -157,13 +156,14 @@ control AecnDebt(in bit<32> index,
         v.shift = rec.group << 3;
         v.owed = (v.debts >> v.shift) & 0xff;
         // A decision on a Not-ECT packet drops it; otherwise it becomes a debt.
-        if (fire == 1 && ecn != ECN_NOT_ECT) {
+        if (fire == 1 && rec.ecn_in != (bit<8>)ECN_NOT_ECT) {
             fire = 0;
             if (v.owed != 0xff) {
                 v.owed = v.owed + 1;
             }
         }
-        if ((ecn == ECN_ECT0 || ecn == ECN_ECT1) && v.owed != 0) {
+        if ((rec.ecn_in == (bit<8>)ECN_ECT0 || rec.ecn_in == (bit<8>)ECN_ECT1)
+                && v.owed != 0) {
             fire = 1;
             v.owed = v.owed - 1;
         }

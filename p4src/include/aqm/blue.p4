@@ -50,7 +50,7 @@ control Blue(in bit<32> index,
              in blue_h p,
              in standard_metadata_t std_meta,
              in bit<32> arr_seq,
-             inout aqm_record_t rec,
+             inout aqm_record_h rec,
              out bit<1> fire) {
 
     register<frac32_t>(PORT_SLOTS) prob_reg;

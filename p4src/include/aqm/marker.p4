@@ -35,10 +35,10 @@ header marker_h {
 // 5 times the average one's instead of twice, in the model). The port's first packet of a
 // new epoch resets every group's count (the rare branch pays for it, not every packet).
 // record: region, prob = pb, count (before this packet).
-control Marker(in bit<32> index,
+control Marker(inout bit<32> index,
                in bit<1> fresh,
                in red_h r,
-               inout aqm_record_t rec,
+               inout aqm_record_h rec,
                out bit<1> fire) {
 
     register<bit<32>>(PORT_SLOTS * 4) count_reg;
@@ -52,13 +52,20 @@ control Marker(in bit<32> index,
         count_reg.read(rec.count, index);
     }
 
-    // In an action, the indexes are expressions of the register calls, not temporaries.
+    // p4c makes a temporary of every register index that is not a metadata field, and BMv2
+    // zeroes every temporary for every packet: so the index walks the port's four groups
+    // and comes back to the packet's (index = port * 4 + rec.group).
     action reset_port() {
         rec.count = 0;
-        count_reg.write(index & 0xfffffffc, 0);
-        count_reg.write((index & 0xfffffffc) | 1, 0);
-        count_reg.write((index & 0xfffffffc) | 2, 0);
-        count_reg.write((index & 0xfffffffc) | 3, 0);
+        index = index & 0xfffffffc;
+        count_reg.write(index, 0);
+        index = index + 1;
+        count_reg.write(index, 0);
+        index = index + 1;
+        count_reg.write(index, 0);
+        index = index + 1;
+        count_reg.write(index, 0);
+        index = (index & 0xfffffffc) | (bit<32>)rec.group;
     }
 
     // Below the ramp nothing fires and the count restarts.

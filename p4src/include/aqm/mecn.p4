@@ -14,7 +14,6 @@
         aqm_common(ALGO_RED, ECN_MODE_MARK, limit, epoch_id, prng_seed, use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, midth, maxth, slope1, 0, slope2); \
         meta.aqm.common.level_a = LEVEL_INCIPIENT; \
-        meta.aqm.common.level_b = LEVEL_MODERATE; \
     }
 
 #endif

@@ -74,11 +74,11 @@ header newque_vars_h {
 // to P.
 control Newque(in bit<32> index,
                in bit<1> fresh,
-               in aqm_common_h c,
+               in bit<32> limit,
                in newque_h p,
                in standard_metadata_t std_meta,
                in bit<32> arr_seq,
-               inout aqm_record_t rec,
+               inout aqm_record_h rec,
                out bit<1> fire) {
 
     register<frac32_t>(PORT_SLOTS) prob_reg;
@@ -175,7 +175,7 @@ control Newque(in bit<32> index,
             v.over = 1;
         }
         rec.event = EVENT_HELD;
-        if (v.over == 1 || (bit<32>)std_meta.enq_qdepth + 1 >= c.limit) {
+        if (v.over == 1 || (bit<32>)std_meta.enq_qdepth + 1 >= limit) {
             if (v.due == 1) {
                 v.sum = (bit<64>)rec.prob + (bit<64>)p.alpha;
                 if (v.sum > (bit<64>)FRAC32_ONE) {

@@ -59,7 +59,7 @@ control Pi(in bit<32> index,
            in bit<1> fresh,
            in pi_h p,
            in standard_metadata_t std_meta,
-           inout aqm_record_t rec,
+           inout aqm_record_h rec,
            out bit<1> fire) {
 
     IntervalClock() clock;

@@ -49,11 +49,11 @@ const bit<8> ALGO_RED = 2;
 
 // record: avg (QPKT), prob = pb (FRAC32), count (unmarked packets before this one).
 control Red(in bit<32> index,
-            in bit<32> group_index,
+            inout bit<32> group_index,
             in bit<1> fresh,
             in red_h p,
             in standard_metadata_t std_meta,
-            inout aqm_record_t rec,
+            inout aqm_record_h rec,
             out bit<1> fire) {
     QueueAverage() queue_avg;
     Marker() marker;

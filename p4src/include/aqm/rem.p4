@@ -67,7 +67,7 @@ control Rem(in bit<32> index,
             in rem_h p,
             in standard_metadata_t std_meta,
             in bit<32> arr_seq,
-            inout aqm_record_t rec,
+            inout aqm_record_h rec,
             out bit<1> fire) {
 
     IntervalClock() clock;

@@ -16,11 +16,8 @@
 // prologue once per case, and its copies' temporaries cost every packet more than the
 // conditions: see defines.p4.)
 control AqmDispatch(in headers_t hdr,
-                    in bit<2> ecn,
                     in standard_metadata_t std_meta,
-                    inout local_metadata_t meta,
-                    out bit<1> fresh,
-                    out bit<1> fire) {
+                    inout local_metadata_t meta) {
     PortEpoch() epoch;
     Prng() prng;
     Red() red_aqm;
@@ -31,19 +28,12 @@ control AqmDispatch(in headers_t hdr,
     AecnGroup() aecn_group;
     AecnDebt() aecn_debt;
 
-    // The part of every algorithm's aqm_config action that is the same for all, with the
-    // record's inputs: in the table's action rather than after it, where p4c would make
-    // a table of its own for them that every packet applies.
+    // The part of every algorithm's aqm_config action that is the same for all: in the
+    // table's action rather than after it, where p4c would make a table of its own for it
+    // that every packet applies.
     action aqm_common(bit<8> algorithm, bit<2> ecn_mode, bit<32> limit, bit<16> epoch_id,
                       bit<32> prng_seed, bit<1> use_bmv2_random) {
-        fresh = 0;
-        fire = 0;
-        meta.rec.port = (bit<16>)std_meta.egress_port;
-        meta.rec.enq_ts = std_meta.enq_timestamp;
-        meta.rec.deq_timedelta = std_meta.deq_timedelta;
-        meta.rec.egress_ts = std_meta.egress_global_timestamp;
-        meta.rec.qdepth = (bit<32>)std_meta.enq_qdepth;
-        meta.rec.pkt_len = std_meta.packet_length;
+        meta.rec.setValid();
         meta.aqm.common.setValid();
         meta.aqm.common.algorithm = algorithm;
         meta.aqm.common.ecn_mode = ecn_mode;
@@ -52,7 +42,6 @@ control AqmDispatch(in headers_t hdr,
         meta.aqm.common.seed = prng_seed;
         meta.aqm.common.bmv2_random = (bit<2>)use_bmv2_random;
         meta.aqm.common.level_a = ECN_CE;
-        meta.aqm.common.level_b = ECN_CE;
         meta.group_index = meta.port_index << 2;
     }
 
@@ -66,10 +55,8 @@ control AqmDispatch(in headers_t hdr,
     REM_ACTIONS
     AECN_ACTIONS
 
+    // Nothing to do: the port's AQM headers stay invalid.
     action no_aqm() {
-        fresh = 0;
-        fire = 0;
-        meta.aqm.common.setInvalid();
     }
 
     table aqm_config {
@@ -93,11 +80,13 @@ control AqmDispatch(in headers_t hdr,
 
     apply {
         if (aqm_config.apply().hit) {
+            // The codepoint on arrival (the record is zeroed: Not-ECT unless IPv4).
             if (hdr.ipv4.isValid()) {
-                meta.rec.ip_id = hdr.ipv4.identification;
+                meta.rec.ecn_in = (bit<8>)hdr.ipv4.ecn;
             }
-            epoch.apply(meta.port_index, meta.aqm.common.epoch, fresh, meta.rec);
-            prng.apply(meta.port_index, fresh, meta.aqm.common, meta.rec);
+            epoch.apply(meta.port_index, meta.aqm.common.epoch, meta.aqm.common.fresh,
+                        meta.rec);
+            prng.apply(meta.port_index, meta.aqm.common, meta.rec);
             if (meta.aqm.common.algorithm == ALGO_RED
                     || meta.aqm.common.algorithm == ALGO_AECN) {
                 // AECN is RED+ECN with a ramp per RTT group and decisions owed per group.
@@ -105,22 +94,25 @@ control AqmDispatch(in headers_t hdr,
                     aecn_group.apply(meta.port_index, meta.aqm.aecn, meta.aqm.red, hdr,
                                      meta.rtt_us, std_meta, meta.rec, meta.group_index);
                 }
-                red_aqm.apply(meta.port_index, meta.group_index, fresh, meta.aqm.red, std_meta,
-                              meta.rec, fire);
+                red_aqm.apply(meta.port_index, meta.group_index, meta.aqm.common.fresh,
+                              meta.aqm.red, std_meta, meta.rec, meta.aqm.common.fire);
                 if (meta.aqm.common.algorithm == ALGO_AECN) {
-                    aecn_debt.apply(meta.port_index, fresh, meta.aqm.aecn, ecn, meta.rec, fire);
+                    aecn_debt.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.aecn,
+                                    meta.rec, meta.aqm.common.fire);
                 }
             } else if (meta.aqm.common.algorithm == ALGO_NEWQUE) {
-                newque_aqm.apply(meta.port_index, fresh, meta.aqm.common, meta.aqm.newque, std_meta,
-                                 meta.arr_seq, meta.rec, fire);
+                newque_aqm.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.common.limit,
+                                 meta.aqm.newque, std_meta, meta.arr_seq, meta.rec,
+                                 meta.aqm.common.fire);
             } else if (meta.aqm.common.algorithm == ALGO_BLUE) {
-                blue_aqm.apply(meta.port_index, fresh, meta.aqm.blue, std_meta, meta.arr_seq,
-                               meta.rec, fire);
+                blue_aqm.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.blue, std_meta,
+                               meta.arr_seq, meta.rec, meta.aqm.common.fire);
             } else if (meta.aqm.common.algorithm == ALGO_PI) {
-                pi_aqm.apply(meta.port_index, fresh, meta.aqm.pi, std_meta, meta.rec, fire);
+                pi_aqm.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.pi, std_meta,
+                             meta.rec, meta.aqm.common.fire);
             } else if (meta.aqm.common.algorithm == ALGO_REM) {
-                rem_aqm.apply(meta.port_index, fresh, meta.aqm.rem, std_meta, meta.arr_seq,
-                              meta.rec, fire);
+                rem_aqm.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.rem, std_meta,
+                              meta.arr_seq, meta.rec, meta.aqm.common.fire);
             }
         }
     }

@@ -11,20 +11,14 @@
 // packet enters the queue (queue_at_arrival.p4), where Linux and ns-2 drop.
 control AqmStage(inout headers_t hdr,
                  inout local_metadata_t meta,
-                 inout standard_metadata_t std_meta,
-                 out bit<1> fresh) {
+                 inout standard_metadata_t std_meta) {
     AqmDispatch() aqm;
     Verdict() verdict;
 
     apply {
-        bit<1> fire;
-        bit<2> ecn = ECN_NOT_ECT;
-        if (hdr.ipv4.isValid()) {
-            ecn = hdr.ipv4.ecn;
-        }
-        aqm.apply(hdr, ecn, std_meta, meta, fresh, fire);
-        verdict.apply(meta.port_index, meta.group_index, meta.aqm.common, fire == 1, ecn, hdr,
-                      std_meta, meta.rec);
+        aqm.apply(hdr, std_meta, meta);
+        verdict.apply(meta.port_index, meta.group_index, meta.aqm.common, hdr, std_meta,
+                      meta.rec);
     }
 }
 

@@ -5,11 +5,12 @@
 
 // Registers cannot be written over P4Runtime, so a port's AQM state is reset by writing a
 // new epoch number (with the aqm_config entry): the first packet that sees it starts from
-// a clean state (algorithm state 0, PRNG reseeded, sequence numbers from 1).
+// a clean state (algorithm state 0, PRNG reseeded, sequence numbers from 1). `fresh` is 0
+// on entry (aqm_common_h) and set for that packet.
 control PortEpoch(in bit<32> index,
                   in bit<16> epoch,
-                  out bit<1> fresh,
-                  inout aqm_record_t rec) {
+                  inout bit<1> fresh,
+                  inout aqm_record_h rec) {
 
     register<bit<16>>(PORT_SLOTS) epoch_reg;
     register<bit<32>>(PORT_SLOTS) pkt_seq_reg;
@@ -17,7 +18,6 @@ control PortEpoch(in bit<32> index,
     apply {
         epoch_reg.read(rec.epoch, index);
         pkt_seq_reg.read(rec.pkt_seq, index);
-        fresh = 0;
         if (rec.epoch != epoch) {
             fresh = 1;
             rec.epoch = epoch;

@@ -6,7 +6,7 @@
 // One uniform FRAC32 draw per packet. The default is a per-port xorshift32 stream
 // (Marsaglia 2003) seeded by the controller, so runs are reproducible and the golden model
 // can follow the switch draw by draw; BMv2's random() is the unseedable alternative.
-control Prng(in bit<32> index, in bit<1> fresh, in aqm_common_h c, inout aqm_record_t rec) {
+control Prng(in bit<32> index, in aqm_common_h c, inout aqm_record_h rec) {
 
     register<bit<32>>(PORT_SLOTS) state_reg;
 
@@ -15,7 +15,7 @@ control Prng(in bit<32> index, in bit<1> fresh, in aqm_common_h c, inout aqm_rec
             random(rec.rnd, 0, FRAC32_ONE);
         } else {
             state_reg.read(rec.rnd, index);
-            if (fresh == 1 || rec.rnd == 0) {
+            if (c.fresh == 1 || rec.rnd == 0) {
                 rec.rnd = c.seed;
             }
             // xorshift32 never leaves 0; a zero seed would stall it.

@@ -55,19 +55,16 @@ control Admit(in bit<32> index) {
     }
 }
 
-// Egress: the departure counted, and the packet's record stamped with the queue as it
-// left (its sojourn, the depths BMv2 saw) for telemetry; the AQM's values are ingress's.
+// Egress: the departure counted, and the depth the packet left behind as BMv2 saw it
+// stamped for telemetry (which stamps the rest of the queue's fields as the packet leaves:
+// telemetry.p4); the AQM's values are ingress's.
 control Departure(in bit<32> index,
                   in standard_metadata_t std_meta,
-                  inout aqm_record_t rec) {
+                  inout aqm_record_h rec) {
     action depart() {
         bit<32> n;
         departed_reg.read(n, index);
         departed_reg.write(index, n + 1);
-        rec.enq_ts = std_meta.enq_timestamp;
-        rec.deq_timedelta = std_meta.deq_timedelta;
-        rec.egress_ts = std_meta.egress_global_timestamp;
-        rec.qdepth = (bit<32>)std_meta.enq_qdepth;
         rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
     }
 

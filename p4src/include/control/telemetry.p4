@@ -15,21 +15,28 @@ header export_vars_h {
 
 control TelemetryExport(in bit<32> index,
                         in bit<1> fresh,
+                        in headers_t hdr,
                         in standard_metadata_t std_meta,
-                        inout aqm_record_t rec) {
+                        inout aqm_record_h rec,
+                        inout aqm_stamp_h stamp) {
 
     register<bit<32>>(PORT_SLOTS) tele_seq_reg;
     register<usec_t>(PORT_SLOTS) last_export_reg;
     export_vars_h v;
 
     // interval_us = 0 exports every packet (conformance tests); otherwise at most one
-    // record per interval, on the first packet after it.
+    // record per interval, on the first packet after it. What the decision needs is loaded
+    // here: p4c would make a table of straight-line code of its own, and it does not
+    // propagate these values as expressions into the register calls (temporaries).
     action export(usec_t interval_us) {
+        v.setValid();
         v.interval = interval_us;
+        v.now = std_meta.enq_timestamp + std_meta.deq_timedelta;
+        tele_seq_reg.read(v.seq, index);
+        last_export_reg.read(v.last, index);
     }
 
     action no_export() {
-        v.interval = 0;
     }
 
     table telemetry_config {
@@ -39,18 +46,24 @@ control TelemetryExport(in bit<32> index,
         size = PORT_SLOTS;
     }
 
-    // Straight-line code in an action: p4c does not propagate its values as expressions
-    // into the register calls (each would become a temporary).
-    action load() {
-        v.now = std_meta.enq_timestamp + std_meta.deq_timedelta;
-        tele_seq_reg.read(v.seq, index);
-        last_export_reg.read(v.last, index);
+    // The queue's fields as the packet leaves it, in both builds.
+    action stamp_packet() {
+        stamp.setValid();
+        stamp.port = (bit<16>)std_meta.egress_port;
+        stamp.enq_ts = std_meta.enq_timestamp;
+        stamp.deq_timedelta = std_meta.deq_timedelta;
+        stamp.egress_ts = std_meta.egress_global_timestamp;
+        stamp.qdepth = (bit<32>)std_meta.enq_qdepth;
+        stamp.pkt_len = std_meta.packet_length;
+    }
+
+    action stamp_ipv4() {
+        stamp.ip_id = hdr.ipv4.identification;
+        stamp.ecn_out = (bit<8>)hdr.ipv4.ecn;
     }
 
     apply {
-        v.setValid();
         if (telemetry_config.apply().hit) {
-            load();
             if (fresh == 1) {
                 v.seq = 0;
             }
@@ -59,24 +72,30 @@ control TelemetryExport(in bit<32> index,
                 rec.tele_seq = v.seq;
                 tele_seq_reg.write(index, v.seq);
                 last_export_reg.write(index, v.now);
-                clone_preserving_field_list(CloneType.E2E, TELEMETRY_SESSION, FL_TELEMETRY);
+                stamp_packet();
+                if (hdr.ipv4.isValid()) {
+                    stamp_ipv4();
+                }
+                // The clone copies the valid headers, meta.rec and meta.stamp among them.
+                clone(CloneType.E2E, TELEMETRY_SESSION);
             }
         }
     }
 }
 
 control TelemetryFormat(inout headers_t hdr,
-                        in aqm_record_t rec) {
+                        in aqm_record_h rec,
+                        in aqm_stamp_h stamp) {
     apply {
         hdr.telemetry.setValid();
-        hdr.telemetry.port = rec.port;
+        hdr.telemetry.port = stamp.port;
         hdr.telemetry.epoch = rec.epoch;
         hdr.telemetry.pkt_seq = rec.pkt_seq;
         hdr.telemetry.tele_seq = rec.tele_seq;
-        hdr.telemetry.enq_ts = rec.enq_ts;
-        hdr.telemetry.deq_timedelta = rec.deq_timedelta;
-        hdr.telemetry.egress_ts = rec.egress_ts;
-        hdr.telemetry.qdepth = rec.qdepth;
+        hdr.telemetry.enq_ts = stamp.enq_ts;
+        hdr.telemetry.deq_timedelta = stamp.deq_timedelta;
+        hdr.telemetry.egress_ts = stamp.egress_ts;
+        hdr.telemetry.qdepth = stamp.qdepth;
         hdr.telemetry.deq_qdepth = rec.deq_qdepth;
         hdr.telemetry.arr_seq = rec.arr_seq;
         hdr.telemetry.avg = rec.avg;
@@ -87,14 +106,14 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.telemetry.state1 = rec.state1;
         hdr.telemetry.ingress_ts = rec.ingress_ts;
         hdr.telemetry.rtt = rec.rtt;
-        hdr.telemetry.ip_id = rec.ip_id;
+        hdr.telemetry.ip_id = stamp.ip_id;
         hdr.telemetry.event = rec.event;
         hdr.telemetry.group = rec.group;
         hdr.telemetry.region = rec.region;
         hdr.telemetry.outcome = rec.outcome;
         hdr.telemetry.ecn_in = rec.ecn_in;
-        hdr.telemetry.ecn_out = rec.ecn_out;
-        hdr.telemetry.pkt_len = rec.pkt_len;
+        hdr.telemetry.ecn_out = stamp.ecn_out;
+        hdr.telemetry.pkt_len = stamp.pkt_len;
         hdr.ethernet.setInvalid();
         hdr.ipv4.setInvalid();
         hdr.ipv4_options.setInvalid();

@@ -7,17 +7,15 @@
 // ECN rules (RFC 3168; SPEC for MECN): Not-ECT is never marked, it is dropped where an
 // ECN-capable packet would be marked; CE never changes; a mark never lowers the level
 // already in the packet (ECT(0) < ECT(1) < CE). A mark sets the port's level_a in region A
-// and level_b elsewhere (MECN's two codepoints; CE for the other algorithms).
+// (MECN's incipient codepoint; CE for the other algorithms) and CE elsewhere.
 // Drop counters are exclusive: prob_drops + forced_drops + overflow_drops is every drop;
 // notect_drops counts the subset that were Not-ECT packets an ECN mode would have marked.
 control Verdict(in bit<32> index,
                 in bit<32> group_index,
                 in aqm_common_h c,
-                in bool fire,
-                in bit<2> ecn,
                 inout headers_t hdr,
                 inout standard_metadata_t std_meta,
-                inout aqm_record_t rec) {
+                inout aqm_record_h rec) {
 
     counter(PORT_SLOTS, CounterType.packets_and_bytes) seen;
     counter(PORT_SLOTS, CounterType.packets) prob_drops;
@@ -35,13 +33,12 @@ control Verdict(in bit<32> index,
         // A port without AQM is only counted: everything else here is its AQM's.
         seen.count(index);
         if (c.isValid()) {
-            rec.ecn_in = (bit<8>)ecn;
             rec.outcome = OUTCOME_PASS;
             bool forced = rec.region == REGION_FORCED;
             bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
                              || (c.ecn_mode == ECN_MODE_MARK && !forced);
-            if (fire || forced) {
-                if (ecn_marks && ecn != ECN_NOT_ECT) {
+            if (c.fire == 1 || forced) {
+                if (ecn_marks && rec.ecn_in != (bit<8>)ECN_NOT_ECT) {
                     rec.outcome = OUTCOME_MARK;
                 } else if (forced) {
                     rec.outcome = OUTCOME_FORCED_DROP;
@@ -56,18 +53,14 @@ control Verdict(in bit<32> index,
 
             if (rec.outcome == OUTCOME_MARK) {
                 group_marks.count(group_index);
-                bit<2> level = c.level_b;
-                if (rec.region == REGION_A) {
-                    level = c.level_a;
-                }
-                if (level == ECN_CE) {
-                    hdr.ipv4.ecn = ECN_CE;
-                    marks_ce.count(index);
-                } else {
-                    if (ecn == ECN_ECT0) {
-                        hdr.ipv4.ecn = level;
+                if (rec.region == REGION_A && c.level_a != ECN_CE) {
+                    if (rec.ecn_in == (bit<8>)ECN_ECT0) {
+                        hdr.ipv4.ecn = c.level_a;
                     }
                     marks_incipient.count(index);
+                } else {
+                    hdr.ipv4.ecn = ECN_CE;
+                    marks_ce.count(index);
                 }
             } else if (rec.outcome != OUTCOME_PASS) {
                 mark_to_drop(std_meta);
@@ -79,15 +72,10 @@ control Verdict(in bit<32> index,
                 } else {
                     overflow_drops.count(index);
                 }
-                if (ecn_marks && ecn == ECN_NOT_ECT
+                if (ecn_marks && rec.ecn_in == (bit<8>)ECN_NOT_ECT
                         && rec.outcome != OUTCOME_OVERFLOW_DROP) {
                     notect_drops.count(index);
                 }
-            }
-
-            rec.ecn_out = rec.ecn_in;
-            if (hdr.ipv4.isValid()) {
-                rec.ecn_out = (bit<8>)hdr.ipv4.ecn;
             }
         }
     }
