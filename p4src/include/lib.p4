@@ -24,13 +24,15 @@ header clock_h {
 // boundary runs it. Boundaries stay on a fixed grid of `interval` microseconds; those that
 // passed without a packet are reported as `missed` (computed without division as
 // elapsed * ceil(2^32 / interval) >> 32, which may count a boundary less than 2 us early).
+// `due` and `missed` are 0 on entry (fields of the caller's working header, zeroed when
+// it was made valid).
 control IntervalClock(in bit<32> index,
                       in bit<1> fresh,
                       in bit<48> now,
                       in usec_t interval,
                       in bit<32> inv_interval,
-                      out bit<8> due,
-                      out bit<32> missed) {
+                      inout bit<8> due,
+                      inout bit<32> missed) {
 
     register<bit<48>>(PORT_SLOTS) next_reg;
     clock_h c;
@@ -41,8 +43,6 @@ control IntervalClock(in bit<32> index,
         if (fresh == 1) {
             c.next = now + (bit<48>)interval;
         }
-        due = 0;
-        missed = 0;
         c.late = now - c.next;
         if (c.late <= 0x7fffffffffff) {
             due = 1;

@@ -51,7 +51,7 @@ control Blue(in bit<32> index,
              in standard_metadata_t std_meta,
              in bit<32> arr_seq,
              inout aqm_record_h rec,
-             out bit<1> fire) {
+             inout bit<1> fire) {   // 0 on entry (aqm_common_h)
 
     register<frac32_t>(PORT_SLOTS) prob_reg;
     register<bit<48>>(PORT_SLOTS) last_change_reg;
@@ -71,7 +71,6 @@ control Blue(in bit<32> index,
         rec.arr_seq = arr_seq;
         rec.state0 = arr_seq - v.last_seq - 1;
         v.arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
-        v.due = 0;
         if (v.arrival - v.last_change <= 0x7fffffffffff
                 && v.arrival - v.last_change > (bit<48>)p.freeze_time) {
             v.due = 1;
@@ -104,11 +103,9 @@ control Blue(in bit<32> index,
         last_change_reg.write(index, v.last_change);
         last_seq_reg.write(index, arr_seq);
 
-        rec.region = REGION_NONE;
         if (rec.prob != 0) {
             rec.region = REGION_A;
         }
-        fire = 0;
         if (rec.rnd < rec.prob) {
             fire = 1;
         }

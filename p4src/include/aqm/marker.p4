@@ -39,7 +39,7 @@ control Marker(inout bit<32> index,
                in bit<1> fresh,
                in red_h r,
                inout aqm_record_h rec,
-               out bit<1> fire) {
+               inout bit<1> fire) {   // 0 on entry (aqm_common_h)
 
     register<bit<32>>(PORT_SLOTS * 4) count_reg;
     marker_h v;
@@ -68,11 +68,8 @@ control Marker(inout bit<32> index,
         index = (index & 0xfffffffc) | (bit<32>)rec.group;
     }
 
-    // Below the ramp nothing fires and the count restarts.
+    // Below the ramp nothing fires (region, prob and fire stay 0) and the count restarts.
     action below() {
-        rec.region = REGION_NONE;
-        rec.prob = 0;
-        fire = 0;
         count_reg.write(index, 0);
     }
 
@@ -103,8 +100,6 @@ control Marker(inout bit<32> index,
             if (v.pb > (bit<64>)FRAC32_ONE) {
                 v.pb = (bit<64>)FRAC32_ONE;
             }
-            fire = 0;
-            v.next = 0;
             if (rec.region != REGION_FORCED) {
                 v.spent = (bit<64>)rec.count * v.pb;
                 if (v.spent >= 64w0x100000000

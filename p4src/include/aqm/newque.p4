@@ -79,7 +79,7 @@ control Newque(in bit<32> index,
                in standard_metadata_t std_meta,
                in bit<32> arr_seq,
                inout aqm_record_h rec,
-               out bit<1> fire) {
+               inout bit<1> fire) {   // 0 on entry (aqm_common_h)
 
     register<frac32_t>(PORT_SLOTS) prob_reg;
     register<rate_t>(PORT_SLOTS) rate_reg;
@@ -95,8 +95,6 @@ control Newque(in bit<32> index,
     }
 
     action beyond() {
-        v.hit = 0;
-        v.gain = 0;
     }
 
     // Straight-line code in an action: p4c does not propagate its values as expressions
@@ -148,7 +146,6 @@ control Newque(in bit<32> index,
         newque_rate.apply();
         if (v.hit == 1) {
             v.spent = ((bit<96>)v.gap * (bit<96>)v.gain * RATE_USEC_TO_FRAC32) >> 32;
-            v.keep = 0;
             if (v.spent < 96w0x100000000) {
                 v.keep = 96w0x100000000 - v.spent;
                 if (v.keep > (bit<96>)FRAC32_ONE) {
@@ -165,12 +162,10 @@ control Newque(in bit<32> index,
             rec.state0 = 0;
         }
 
-        v.due = 0;
         if (v.arrival - v.last_change <= 0x7fffffffffff
                 && v.arrival - v.last_change > (bit<48>)p.min_interval) {
             v.due = 1;
         }
-        v.over = 0;
         if (rec.state0 >= p.capacity) {
             v.over = 1;
         }
@@ -200,8 +195,6 @@ control Newque(in bit<32> index,
         last_change_reg.write(index, v.last_change);
         last_seq_reg.write(index, arr_seq);
 
-        fire = 0;
-        rec.region = REGION_NONE;
         if (v.over == 1) {
             rec.region = REGION_A;
             if (rec.rnd < rec.prob) {

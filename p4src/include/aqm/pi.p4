@@ -60,7 +60,7 @@ control Pi(in bit<32> index,
            in pi_h p,
            in standard_metadata_t std_meta,
            inout aqm_record_h rec,
-           out bit<1> fire) {
+           inout bit<1> fire) {   // 0 on entry (aqm_common_h)
 
     IntervalClock() clock;
     register<p48_t>(PORT_SLOTS) prob_reg;
@@ -119,11 +119,9 @@ control Pi(in bit<32> index,
             v.p32 = (bit<64>)FRAC32_ONE;
         }
         rec.prob = (frac32_t)v.p32;
-        rec.region = REGION_NONE;
         if (rec.prob != 0) {
             rec.region = REGION_A;
         }
-        fire = 0;
         if (rec.rnd < rec.prob) {
             fire = 1;
         }

@@ -54,7 +54,7 @@ control Red(in bit<32> index,
             in red_h p,
             in standard_metadata_t std_meta,
             inout aqm_record_h rec,
-            out bit<1> fire) {
+            inout bit<1> fire) {   // 0 on entry (aqm_common_h)
     QueueAverage() queue_avg;
     Marker() marker;
 

@@ -68,7 +68,7 @@ control Rem(in bit<32> index,
             in standard_metadata_t std_meta,
             in bit<32> arr_seq,
             inout aqm_record_h rec,
-            out bit<1> fire) {
+            inout bit<1> fire) {   // 0 on entry (aqm_common_h)
 
     IntervalClock() clock;
     register<price_t>(PORT_SLOTS) price_reg;
@@ -152,11 +152,9 @@ control Rem(in bit<32> index,
             seq_reg.write(index, v.seq);
         }
 
-        rec.region = REGION_NONE;
         if (rec.prob != 0) {
             rec.region = REGION_A;
         }
-        fire = 0;
         if (rec.rnd < rec.prob) {
             fire = 1;
         }

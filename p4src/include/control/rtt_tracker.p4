@@ -63,7 +63,7 @@ header rtt_vars_h {
 
 control RttTracker(in headers_t hdr,
                    in bit<48> now48,
-                   out bit<32> rtt) {
+                   inout bit<32> rtt) {   // 0 on entry (metadata)
 
     register<bit<32>>(PT_SLOTS) pt_sig;
     register<bit<32>>(PT_SLOTS) pt_time;
@@ -77,7 +77,8 @@ control RttTracker(in headers_t hdr,
     }
 
     action keys() {
-        // Made invalid again below: a valid header counts in BMv2's packet length.
+        // Made valid, all zero (the sample and the legs start at 0), and invalid again
+        // below: a valid header counts in BMv2's packet length.
         v.setValid();
         v.now = (bit<32>)now48;
         v.hosts = hdr.ipv4.src_addr ^ hdr.ipv4.dst_addr;
@@ -109,7 +110,6 @@ control RttTracker(in headers_t hdr,
     }
 
     apply {
-        rtt = 0;
         if (hdr.tcp_ts.isValid()) {
             // A keyless table never hits: its default action says whether to track.
             switch (rtt_config.apply().action_run) {
@@ -130,7 +130,6 @@ control RttTracker(in headers_t hdr,
 
                 // 2. A TSecr echoes a TSval the other direction carried: one sample of the
                 //    leg on this packet's sender's side.
-                v.sample = 0;
                 if (hdr.tcp_ts.tsecr != 0) {
                     pt_sig.read(v.stored, v.echo_slot);
                     pt_time.read(v.then, v.echo_slot);
@@ -144,8 +143,6 @@ control RttTracker(in headers_t hdr,
                 // 3. The flow keeps one smoothed leg per side.
                 ft_sig.read(v.stored, v.fslot);
                 ft_seen.read(v.seen, v.fslot);
-                v.leg = 0;
-                v.far = 0;
                 if (v.stored != v.fsig) {
                     if (v.stored == 0 || v.now - v.seen > FT_TIMEOUT) {
                         v.stored = v.fsig;

@@ -33,7 +33,6 @@ control Verdict(in bit<32> index,
         // A port without AQM is only counted: everything else here is its AQM's.
         seen.count(index);
         if (c.isValid()) {
-            rec.outcome = OUTCOME_PASS;
             bool forced = rec.region == REGION_FORCED;
             bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
                              || (c.ecn_mode == ECN_MODE_MARK && !forced);
