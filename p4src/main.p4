@@ -72,7 +72,8 @@ control EgressPipe(inout headers_t hdr,
             if (meta.aqm.common.isValid()) {
 #ifdef P4AQM_DROP_AT_ENQUEUE
                 // The epoch's first packet may have been dropped in ingress: the telemetry
-                // sequence runs on across epochs (records carry their epoch).
+                // sequence runs on across epochs (records carry their epoch). Set here, the
+                // constant lets p4c drop telemetry's epoch check (a condition and a table).
                 meta.aqm.common.fresh = 0;
 #endif
                 telemetry_export.apply(meta.port_index, meta.aqm.common.fresh, hdr, std_meta,
