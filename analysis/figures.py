@@ -1,0 +1,193 @@
+"""python -m analysis.figures: the documentation's figures, drawn from runs (never by hand).
+
+  queue FOLDER --runs LABEL... --out PNG   queue and average over time of some runs of an
+                                           experiment folder (the README's figure)
+  experiment FOLDER                        an experiment folder's figures, for its page
+                                           (docs/figures/<experiment>/)
+  bench JSON                               where a packet's instructions go, per program,
+                                           from a `make bench` JSON (docs/figures/bench/)
+
+Published figures are 100 dpi with a 256-colour palette (Pillow, which matplotlib brings),
+a fifth of matplotlib's size, and carry the run they come from as PNG text ("Source"),
+which the documentation prints beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from PIL import Image  # noqa: E402
+from PIL.PngImagePlugin import PngInfo  # noqa: E402
+
+from analysis import plots  # noqa: E402
+
+DOCS_FIGURES = Path(__file__).resolve().parent.parent / "docs" / "figures"
+DPI = 100
+RENDERED_DPI = 110      # analysis/plots.py's
+
+
+class FigureError(Exception):
+    """Input that gives no figure: one line naming what is missing."""
+
+
+def publish(rendered: Path, out: Path, source: str, dpi: int = RENDERED_DPI) -> Path:
+    """A figure rendered at `dpi`, written at DPI with a palette (small enough to commit)
+    and the run it comes from."""
+    info = PngInfo()
+    info.add_text("Source", source)
+    with Image.open(rendered) as image:
+        scale = DPI / dpi
+        image = image.convert("RGB")
+        if scale != 1:
+            image = image.resize((round(image.width * scale), round(image.height * scale)),
+                                 Image.Resampling.LANCZOS)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        image.quantize(colors=256).save(out, optimize=True, pnginfo=info)
+    return out
+
+
+def shown(path: Path) -> str:
+    """A path as the pages print it: relative to the current folder when inside it."""
+    path = path.resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def run_folder(folder: Path, label: str) -> Path:
+    """The first repeat of a configuration: <label>.s<seed> with the lowest seed."""
+    runs = sorted(folder.glob(f"{label}.s*/telemetry.csv"),
+                  key=lambda p: int(re.sub(r"\D", "", p.parent.suffix) or 0))
+    if not runs:
+        there = sorted({p.parent.name.rsplit(".s", 1)[0] for p in folder.glob("*/config.json")})
+        raise FigureError(f"{folder} has no run labelled {label!r} with telemetry "
+                          f"(there are: {', '.join(there) or 'none'})")
+    return runs[0].parent
+
+
+def queue(folder: Path, labels: list[str], out: Path, title: str = "") -> Path:
+    runs = [(label, run_folder(folder, label)) for label in labels]
+    with tempfile.TemporaryDirectory() as tmp:
+        return publish(plots.queue_over_time(runs, Path(tmp) / "queue.png", title), out,
+                       shown(folder))
+
+
+def summary_figures(folder: Path) -> list[Path]:
+    """The figures an experiment folder's summary.md lists (experiments/__main__.py)."""
+    summary = folder / "summary.md"
+    if not summary.is_file():
+        raise FigureError(f"{folder}: no summary.md (not a finished `experiments run` folder; "
+                          "`python -m experiments report` writes one)")
+    lines = summary.read_text().splitlines()
+    listed = lines[lines.index("Figures:") + 1:] if "Figures:" in lines else []
+    figures = [folder / line.removeprefix("- ") for line in listed if line.startswith("- ")]
+    absent = [p.name for p in figures if not p.is_file()]
+    if absent or not figures:
+        raise FigureError(f"{summary}: figures missing: {', '.join(absent) or 'none listed'}")
+    return figures
+
+
+def experiment_name(folder: Path) -> str:
+    configs = sorted(folder.glob("*/config.json"))
+    if not configs:
+        raise FigureError(f"{folder}: no runs (folders with config.json)")
+    return json.loads(configs[0].read_text())["experiment"]
+
+
+def emptied(into: Path) -> Path:
+    """A page's figure folder without its old figures (one the run no longer draws must
+    not stay)."""
+    into.mkdir(parents=True, exist_ok=True)
+    for old in into.glob("*.png"):
+        old.unlink()
+    return into
+
+
+def experiment(folder: Path, docs_figures: Path = DOCS_FIGURES) -> list[Path]:
+    figures = summary_figures(folder)
+    into = emptied(docs_figures / experiment_name(folder))
+    return [publish(png, into / png.name, shown(folder)) for png in figures]
+
+
+def bench_parts(doc: dict) -> dict[str, dict[str, float]]:
+    """Each 64-byte case's instructions per packet by part, in the benchmark's order."""
+    parts = {case: r["parts_per_packet"] for case, r in doc.get("instructions", {}).items()
+             if r.get("parts_per_packet")}
+    if not parts:
+        raise FigureError("no instruction counts by part in this JSON (a `make bench` run "
+                          "with valgrind writes them under 'instructions')")
+    return parts
+
+
+def bench(json_path: Path, docs_figures: Path = DOCS_FIGURES) -> Path:
+    try:
+        doc = json.loads(json_path.read_text())
+    except (OSError, ValueError) as err:
+        raise FigureError(f"{json_path}: {err}") from None
+    parts = bench_parts(doc)
+    cases = list(parts)
+    names = list(next(iter(parts.values())))
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(cases) + 1.6))
+    left = [0.0] * len(cases)
+    for k, name in enumerate(names):
+        widths = [parts[case].get(name, 0) / 1000 for case in cases]
+        ax.barh(range(len(cases)), widths, left=left, color=f"C{k}",
+                label=name.replace("_", " "))
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_yticks(range(len(cases)), cases, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("thousand instructions per packet (callgrind, 64-byte packets)")
+    logging = "with" if doc.get("bmv2", {}).get("logging_macros") else "without"
+    ax.set_title(f"Where a packet's instructions go (BMv2 {logging} logging macros)",
+                 fontsize=10)
+    ax.legend(fontsize=7, ncol=2, loc="upper right")    # the trivial program, short, is on top
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    into = emptied(docs_figures / "bench")
+    with tempfile.TemporaryDirectory() as tmp:
+        rendered = Path(tmp) / "bench-parts.png"
+        fig.savefig(rendered, dpi=DPI)
+        plt.close(fig)
+        return publish(rendered, into / "bench-parts.png", shown(json_path), DPI)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis.figures",
+                                     description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("queue", help="queue and average over time of some runs")
+    one.add_argument("folder", type=Path, help="an experiment folder, results/<name>/<time>")
+    one.add_argument("--runs", nargs="+", required=True, metavar="LABEL",
+                     help="the configurations to draw, one panel each (e.g. red red_ecn)")
+    one.add_argument("--out", type=Path, required=True, help="the PNG to write")
+    one.add_argument("--title", default="")
+    every = sub.add_parser("experiment", help="an experiment folder's figures, for its page")
+    every.add_argument("folder", type=Path)
+    cost = sub.add_parser("bench", help="a `make bench` JSON's instructions by part")
+    cost.add_argument("json", type=Path, help="results/bench/latest.json or a dated copy")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "queue":
+            written = [queue(args.folder, args.runs, args.out, args.title)]
+        elif args.command == "experiment":
+            written = experiment(args.folder)
+        else:
+            written = [bench(args.json)]
+    except FigureError as err:
+        print(f"figures: {err}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"{shown(path)} ({path.stat().st_size // 1024} KB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
