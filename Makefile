@@ -1,8 +1,9 @@
-# p4aqm — see README.md. Every target runs from a fresh clone.
+# p4aqm — see README.md and docs/. Every target runs from a fresh clone.
 PYTHON ?= /usr/bin/python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 BUILD  ?= build
+SITE   ?= site
 P4SRC  := $(shell find p4src -name '*.p4')
 
 # The interpreter's Debian package where it is Debian's (/usr/bin/python3.11 on Ubuntu
@@ -13,7 +14,7 @@ PYTHON_PKG := $(if $(filter /usr/bin/python3%,$(PYTHON)),$(notdir $(PYTHON)),pyt
 PYTHON_OK = $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
   echo "p4aqm needs Python 3.11+; $(PYTHON) is $$($(PYTHON) --version 2>&1). On Ubuntu 22.04: make setup PYTHON=/usr/bin/python3.11 (installs python3.11 from Ubuntu's packages)" >&2; exit 1; }
 
-# Debian packages the project needs at run time (the P4 toolchain is separate: README).
+# Debian packages the project needs at run time (the P4 toolchain is separate: docs/install.md).
 APT_PACKAGES := $(PYTHON_PKG) $(PYTHON_PKG)-venv $(PYTHON_PKG)-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay valgrind
 
 # P4LANG=1 (see setup) fetches p4lang's repository key with curl and gpg.
@@ -25,7 +26,7 @@ APT_PACKAGES += ca-certificates curl gnupg
 endif
 
 EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7
-.PHONY: setup build test run bench clean $(EXPERIMENTS) transport
+.PHONY: setup build test run bench docs docs-serve clean $(EXPERIMENTS) transport
 
 ## setup: install Debian packages and the Python environment, then build the P4 program;
 ##        P4LANG=1 also installs p4c and BMv2, before the build, from p4lang's packages where
@@ -41,14 +42,14 @@ setup:
 	@$(PYTHON_OK)
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,sweep]'
+	$(PY) -m pip install -q -e '.[test,sweep,docs]'
 ifeq ($(P4LANG),1)
 	$(PY) -m control_plane.p4lang_packages
 endif
 	@if $(PY) -c 'import sys; from control_plane import toolchain; sys.exit(toolchain.find("p4c") is None)'; then \
 	  $(MAKE) --no-print-directory build; \
 	else \
-	  echo "p4c not found: skipping 'make build' (see README, 'Installing p4c and BMv2')"; \
+	  echo "p4c not found: skipping 'make build' (see docs/install.md, 'Installing p4c and BMv2')"; \
 	fi
 
 ## build: compile p4src/ into $(BUILD)/ (BMv2 JSON, P4Info text and binary)
@@ -75,5 +76,13 @@ $(EXPERIMENTS) transport: build
 bench:
 	$(PY) -m benchmarks $(BENCH)
 
+## docs: the documentation site (Sphinx, docs/) into $(SITE)/, strict: any warning fails
+docs:
+	$(PY) -m sphinx -W --keep-going -n -q -b html docs $(SITE)
+
+## docs-serve: the same at http://127.0.0.1:8000, rebuilt as pages change
+docs-serve:
+	$(PY) -m sphinx_autobuild -W --keep-going -n -b html docs $(SITE)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SITE)

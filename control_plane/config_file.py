@@ -1,4 +1,4 @@
-"""The controller's TOML file (README, 'The controller and aqmctl'), read as strictly as the
+"""The controller's TOML file (docs/controller/configuration.md), read as strictly as the
 command line: unknown keys, duplicated ports, NaN, infinities and numbers that are not
 plain ASCII decimals are refused with a message that names the file and the value."""
 

@@ -7,7 +7,7 @@ the missing tools are installed. The distribution is read from os-release (ID, V
 where p4lang publishes no packages this says so and installs nothing (exit status 1).
 A derivative (ID_LIKE=ubuntu, e.g. Linux Mint) counts as unsupported: its VERSION_ID need not
 be Ubuntu's (Mint 21.3 is built on 22.04), and guessing the base release could add a wrong
-repository. README.md's manual commands work there with the base release's version.
+repository. docs/install.md's manual commands work there with the base release's version.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ TOOL_PACKAGES: Mapping[str, str] = {
 
 SOURCES_LIST = "/etc/apt/sources.list.d/home:p4lang.list"
 KEYRING = "/etc/apt/trusted.gpg.d/home_p4lang.gpg"
-FROM_SOURCES = "build from sources (README.md, 'Installing p4c and BMv2')"
+FROM_SOURCES = "build from sources (docs/install.md, 'Installing p4c and BMv2')"
 
 
 class OsReleaseError(ValueError):
@@ -142,7 +142,7 @@ class Plan:
 
 
 def install_steps(repository: str, packages: Sequence[str], uid: int) -> tuple[Step, ...]:
-    """README.md's manual commands for this repository, as root or through sudo."""
+    """docs/install.md's manual commands for this repository, as root or through sudo."""
     sudo = () if uid == 0 else ("sudo",)
     entry = f"deb http://download.opensuse.org/repositories/home:/p4lang/{repository}/ /\n"
     key = f"https://download.opensuse.org/repositories/home:p4lang/{repository}/Release.key"

@@ -54,7 +54,7 @@ def require(tool: str) -> Path:
     if path is None:
         raise ToolMissing(
             f"{tool} not found (looked at ${TOOL_ENV[tool]}, {DEFAULT_BIN / tool}, PATH); "
-            "see README.md, 'Installing p4c and BMv2'")
+            "see docs/install.md, 'Installing p4c and BMv2'")
     return path
 
 

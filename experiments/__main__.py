@@ -443,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--dask", metavar="SCHEDULER",
                     help="run the runs on a Dask cluster, one per worker machine: a "
                          "scheduler's address (tcp://host:8786), or `local` for a one-worker "
-                         "cluster here (README, 'Sweeps on several machines')")
+                         "cluster here (docs/experiments/sweeps.md)")
     go.add_argument("--resume", type=Path, metavar="FOLDER",
                     help="finish an interrupted run folder (same options): keep its finished "
                          "runs, redo the others")

@@ -332,8 +332,9 @@ class Run:
                                 "min_ms": measured, "avg_ms": float(match.group(2)),
                                 "max_ms": float(match.group(3))})
                 # The configured delay must be there; delay lines and switches add a
-                # little processing on top (README: a few ms, more with many hops). The
-                # minimum, since one ping delayed by the scheduler says nothing of the path.
+                # little processing on top (docs/experiments/testbed.md: a few ms, more with
+                # many hops). The minimum, since one ping delayed by the scheduler says
+                # nothing of the path.
                 too_far = expected + max(5.0, 0.3 * expected)
                 if measured < 0.95 * expected - 0.5 or measured > too_far:
                     raise DelayNotDelivered(

@@ -85,6 +85,14 @@ async def switch(testbed, artifacts):
 
 
 @pytest.fixture
+def can_start_switch():
+    """What a test that starts its own switch (as a user would) needs."""
+    reason = skip_reason_for_switch()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
 def can_run():
     """What an experiment run needs: the P4 toolchain, root, Mininet and the traffic tools."""
     reason = skip_reason_for_switch()

@@ -470,21 +470,24 @@ async def test_show_accounts_for_every_frame_of_a_mixed_run(served, testbed, art
     assert p2["lost_in_queue"] == 0
 
 
-def readme_toml() -> str:
-    """The controller's example file, as the README gives it."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    return re.search(r"```toml\n(# aqm\.toml.*?)```", readme, re.S).group(1)
+DOCS = Path(__file__).parent.parent / "docs"
 
 
-def test_the_readme_example_works_as_written(testbed, artifacts, tmp_path):
-    """A switch started as the README (and p4lang) says, with the README's TOML (only its
+def example_toml() -> str:
+    """The controller's example file, docs/aqm.toml, which the TOML page shows."""
+    return (DOCS / "aqm.toml").read_text()
+
+
+def test_the_documented_example_works_as_written(testbed, artifacts, tmp_path):
+    """A switch started as the TOML page (and p4lang) says, with docs/aqm.toml (only its
     build folder pointed at this test's): the controller connects, sets the queues through
     Thrift, and routes a packet as the file says."""
     testbed.switch.stop()
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    command = re.search(r"`sudo (simple_switch_grpc --no-p4 [^`]*)`", readme).group(1).split()
+    page = (DOCS / "controller" / "configuration.md").read_text()
+    assert "```{literalinclude} ../aqm.toml" in page
+    command = re.search(r"`sudo (simple_switch_grpc --no-p4 [^`]*)`", page).group(1).split()
     command[0] = str(toolchain.require("simple_switch_grpc"))
-    # The README's interfaces are the testbed's.
+    # The page's interfaces are the testbed's.
     command = [f"{a.split('@')[0]}@{testbed.iface('s', int(a.split('@')[0]))}" if "@" in a
                else a for a in command]
     ns = ("ip", "netns", "exec", testbed.switch_ns.name)
@@ -492,8 +495,10 @@ def test_the_readme_example_works_as_written(testbed, artifacts, tmp_path):
     switch = subprocess.Popen([*ns, *command], stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
     config = tmp_path / "aqm.toml"
-    config.write_text(readme_toml().replace('build = "build"',
-                                            f'build = "{artifacts.bmv2_json.parent}"'))
+    toml, builds = re.subn(r'^build = "[^"]*"', f'build = "{artifacts.bmv2_json.parent}"',
+                           example_toml(), flags=re.M)
+    assert builds == 1
+    config.write_text(toml)
     sock = tmp_path / "aqm.sock"
     serve = subprocess.Popen([*ns, AQMCTL, "--socket", str(sock), "serve", str(config)],
                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -160,7 +160,7 @@ def test_the_unsupported_message_names_the_distribution_and_the_way_out():
     assert decided.summary.startswith(
         "unsupported distribution linuxmint 21.3 (like ubuntu debian) on x86_64: "
         "p4lang publishes p4c and BMv2 for ubuntu 20.04, ")
-    assert decided.summary.endswith("build from sources (README.md, 'Installing p4c and BMv2')")
+    assert decided.summary.endswith("build from sources (docs/install.md, 'Installing p4c and BMv2')")
 
 
 def test_the_parsed_escapes_are_os_release_ones():
@@ -405,7 +405,7 @@ def test_make_setup_p4lang_1_runs_the_module_between_the_venv_and_the_build():
     assert made.returncode == 0, made.stderr
     lines = made.stdout.splitlines()
     module = lines.index(".venv/bin/python -m control_plane.p4lang_packages")
-    assert lines[module - 1] == ".venv/bin/python -m pip install -q -e '.[test,sweep]'"
+    assert lines[module - 1] == ".venv/bin/python -m pip install -q -e '.[test,sweep,docs]'"
     assert "toolchain.find(\"p4c\")" in lines[module + 1]
     assert "ca-certificates curl gnupg" in made.stdout
 

@@ -6,7 +6,8 @@ each after a constant one-way delay, optionally dropping a fraction of them at r
 
     python -m topologies.delayline IFACE_A IFACE_B --delay 0.010 [--loss 0.01 --seed 7]
 
-Limits (documented in README, measured by tests and the experiments' ping check):
+Limits (documented in docs/experiments/testbed.md, measured by tests and the experiments'
+ping check):
 one thread per direction that reads, another that releases, so the delay is held to
 the sleep resolution of the host (tens of microseconds) plus Python's per-frame cost
 (~20 us); it carries a few thousand frames per second per direction, ample for the

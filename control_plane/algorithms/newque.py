@@ -13,7 +13,7 @@ Per packet, in arrival order:
     r >= C: the departing (front) packet is marked (ECT) or dropped (Not-ECT) with P
     EQ > B: dropped (B = limit, the verdict's overflow)
 
-Choices where the seed is silent or BMv2 differs from ns-2 (README, "NEWQUE"):
+Choices where the seed is silent or BMv2 differs from ns-2 (docs/algorithms/newque.md):
   - the rate counts packets and C is in packets/s: BMv2's queue serves packets
     (set_queue_rate), so packets/s is the rate the queue compares against; with equal
     packets (E6: 1040 B) this is the seed's byte rate divided by the packet size;
