@@ -30,7 +30,8 @@ from analysis import stats
 from analysis.results import run_metrics
 from control_plane import toolchain
 from control_plane.build import Artifacts, CompileError
-from experiments.catalog import EXPERIMENTS, REPEAT, PlanOptions
+from experiments.base import REPEAT, PlanOptions
+from experiments.catalog import EXPERIMENTS
 from experiments import factors, sweep
 from experiments.runner import Run, jsonable, phase
 from experiments.spec import RunSpec

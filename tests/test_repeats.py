@@ -11,7 +11,8 @@ import pytest
 
 from analysis import stats
 from experiments.__main__ import configurations, main
-from experiments.catalog import EXPERIMENTS, REPEAT, PlanOptions
+from experiments.base import REPEAT, PlanOptions
+from experiments.catalog import EXPERIMENTS
 from experiments.runner import jsonable
 from test_metrics import counter_row, write_run
 
