@@ -107,9 +107,15 @@ def fmt(value, digits: int = 2):
     return value
 
 
+def queue_columns(m: dict) -> Row:
+    """The time-averaged queue of every algorithm, and the EWMA's own average beside it
+    ("-" for an algorithm without one)."""
+    return {"avg queue": fmt(m.get("avg_queue")), "EWMA avg": fmt(m.get("avg_ewma"))}
+
+
 def basic_row(label: str, m: dict) -> Row:
     return {"run": label, "goodput Mb/s": fmt(m.get("goodput_mbps")),
-            "utilisation": fmt(m.get("utilisation")), "avg queue": fmt(m.get("avg_queue")),
+            "utilisation": fmt(m.get("utilisation")), **queue_columns(m),
             "delay ms": fmt(m.get("queueing_delay_ms"), 1), "loss %": fmt(m.get("loss_percent")),
             "slots lost %": fmt(m.get("slots_lost_percent"), 1),
             "marks": m.get("marks", "-"), "Jain": fmt(m.get("jain"), 3),

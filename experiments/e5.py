@@ -20,7 +20,8 @@ from pathlib import Path
 
 from analysis import plots, stats
 from control_plane.aqm import Aecn, Aqm, Red, RedEcn
-from experiments.base import Experiment, PlanOptions, Row, Runs, curves, fmt, line_figure
+from experiments.base import (Experiment, PlanOptions, Row, Runs, curves, fmt, line_figure,
+                              queue_columns)
 from experiments.spec import Flow, RunSpec
 from topologies.dumbbell import rtt_groups
 from topologies.nodes import Bottleneck
@@ -172,7 +173,7 @@ def _row(label: str, folder: Path, m: dict) -> Row:
         counts = [stats.over_folders(m, lambda f: _groups(f).get(key, [math.nan] * 3)[2 - k])
                   for k in range(3)] if _groups(folder) else []
         row[name] = "/".join(f"{c.scaled(1 / per):.1f}" for c in counts) if counts else "-"
-    row["avg queue"] = fmt(_nan(m.get("avg_queue")))
+    row.update(queue_columns(m))
     row["switch kept rate"] = fmt(_nan(m.get("service_ratio")))
     return row
 

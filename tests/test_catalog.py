@@ -88,6 +88,14 @@ def test_a_report_of_one_configuration_draws_what_it_has_data_for(name, tmp_path
     results = configurations(runs, experiment.plan(PlanOptions()))
     rows, figures = experiment.report(results, tmp_path)
     assert rows and all(row["run"].startswith(first) for row in rows)
+    # Every row's average queue is the queue's (summed over a parking lot's links), the
+    # EWMA's own beside it where the algorithm keeps one.
+    links = len(getattr(spec.topology, "links", ())) or 1
+    for row in rows:
+        if "avg queue" in row:
+            assert row["avg queue"].startswith(f"{5 * links:.2f} ")
+            assert row["EWMA avg"].startswith(f"{4 * links:.2f} " if hasattr(spec.aqm, "wq")
+                                              else "-")
     assert all(figure.stat().st_size > 0 for figure in figures)
     if experiment.verdicts:
         assert all(set(row) == {"claim", "ours", "verdict"}
