@@ -30,7 +30,7 @@ from analysis import stats
 from analysis.results import run_metrics
 from control_plane import toolchain
 from control_plane.build import Artifacts, CompileError
-from experiments.base import REPEAT, PlanOptions
+from experiments.base import REPEAT, Experiment, PlanOptions
 from experiments.catalog import EXPERIMENTS
 from experiments import factors, sweep
 from experiments.runner import Run, jsonable, phase
@@ -60,7 +60,7 @@ def markdown_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path],
+def write_summary(folder: Path, experiment: Experiment, rows: list[dict], figures: list[Path],
                   claims: list[dict], timing: str, changed: str = "") -> None:
     if rows:
         with open(folder / "summary.csv", "w", newline="") as f:
@@ -330,7 +330,7 @@ def run_one(name: str, label: str, seed: int, build: Path, into: Path, opts: Pla
     return 0
 
 
-def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]],
+def summarise(experiment: Experiment, folder: Path, results: list[tuple[str, Path, dict]],
               timing: str = "") -> None:
     rows, figures = experiment.report(results, folder)
     claims = experiment.verdicts(results) if experiment.verdicts else []

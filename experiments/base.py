@@ -25,6 +25,8 @@ from experiments.spec import RunSpec
 Row = dict[str, object]
 # (label, first repeat's folder, metrics combined over the repeats) of every configuration
 Runs = list[tuple[str, Path, dict]]
+# A quantity read from a run's label and metrics (a figure's axis)
+Value = Callable[[str, dict], float]
 # Runs per configuration for the claim tables: the fewest that give a t interval of useful
 # width (t = 4.30 at n = 3; a single run has no interval and decides no claim).
 REPEAT = 3
@@ -57,7 +59,8 @@ class PlanOptions:
 
 @dataclass(frozen=True)
 class Experiment:
-    name: str
+    """An experiment, named by its module (`python -m experiments run <module>`)."""
+
     title: str
     scaling: str
     plan: Callable[[PlanOptions], list[RunSpec]]
@@ -132,9 +135,6 @@ def queue_figure(runs: Runs, out: Path, name: str, title: str) -> list[Path]:
         return []
     return [plots.queue_over_time([(label, folder) for label, folder, _ in runs],
                                   out / f"{name}.png", title)]
-
-
-Value = Callable[[str, dict], float]
 
 
 def curves(runs: Runs, x: str | Value, y: str | Value) -> dict[str, tuple[list, list]]:

@@ -41,7 +41,7 @@ def plan(opts: PlanOptions) -> list[RunSpec]:
                     loop=loop, measure_from=10) for label, aqm, ecn, loop, transport in runs]
 
 
-EXPERIMENT = Experiment("demo", "Demo: DropTail, RED, RED+ECN, MECN, AMECN on one dumbbell",
-                        SCALING, plan,
-                        basic_report("demo", "Demo: 3 flows through a 10 Mb/s bottleneck"),
-                        claims=CLAIMS, repeat=1)
+EXPERIMENT = Experiment(
+    "Demo: DropTail, RED, RED+ECN, MECN, AMECN on one dumbbell",
+    SCALING, plan, basic_report("demo", "Demo: 3 flows through a 10 Mb/s bottleneck"),
+    claims=CLAIMS, repeat=1)

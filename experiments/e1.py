@@ -81,5 +81,6 @@ def verdicts(runs: Runs) -> list[Row]:
                             stats.bound(points, percent("utilisation"), 90.0, True, ".1f"))]
 
 
-EXPERIMENT = Experiment("e1", "E1 (seed 000): RED vs RED+ECN, TCP variants, dumbbell 3 -> 3",
-                        SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+EXPERIMENT = Experiment(
+    "E1 (seed 000): RED vs RED+ECN, TCP variants, dumbbell 3 -> 3",
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)

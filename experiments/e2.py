@@ -109,5 +109,6 @@ def verdicts(runs: Runs) -> list[Row]:
                                                     percent("utilisation"), True, ".1f"))]
 
 
-EXPERIMENT = Experiment("e2", "E2 (seed 001 Figs. 5-8): MECN vs AMECN under a load step",
-                        SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+EXPERIMENT = Experiment(
+    "E2 (seed 001 Figs. 5-8): MECN vs AMECN under a load step",
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)

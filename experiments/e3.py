@@ -74,5 +74,6 @@ def verdicts(runs: Runs) -> list[Row]:
                                         in zip(near, under)])]
 
 
-EXPERIMENT = Experiment("e3", "E3 (seed 001 Figs. 9-10): ARED vs AMECN over target delays",
-                        SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+EXPERIMENT = Experiment(
+    "E3 (seed 001 Figs. 9-10): ARED vs AMECN over target delays",
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)

@@ -80,5 +80,6 @@ def verdicts(runs: Runs) -> list[Row]:
                             stats.versus(points, "amecn", "ared", goodput, True))]
 
 
-EXPERIMENT = Experiment("e4", "E4 (seed 001 Figs. 11-12): parking lot, ARED vs AMECN on every link",
-                        SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+EXPERIMENT = Experiment(
+    "E4 (seed 001 Figs. 11-12): parking lot, ARED vs AMECN on every link",
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)

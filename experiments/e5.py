@@ -239,5 +239,6 @@ def verdicts(runs: Runs) -> list[Row]:
     return [stats.claim_row(claim, part) for claim, part in zip(CLAIMS, parts)]
 
 
-EXPERIMENT = Experiment("e5", "E5 (seed 002): RED vs ECN vs AECN with heterogeneous RTTs", SCALING,
-                        plan, report, claims=CLAIMS, verdicts=verdicts)
+EXPERIMENT = Experiment(
+    "E5 (seed 002): RED vs ECN vs AECN with heterogeneous RTTs",
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)

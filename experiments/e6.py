@@ -164,12 +164,13 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
                                     lambda label, m: _value(m, key)),
                     y_label, out / f"e6-{key}-vs-{tag}.png",
                     f"E6: {y_label} vs {x_label} (seed 003 Fig. {numbers[sweep, key]})")
-    at_buffer = [run for run in runs if _point(run[0])[2] == BUFFER]
+    at_buffer = [(label, folder, m) for label, folder, m in runs if _point(label)[2] == BUFFER]
     if at_buffer:
         most = max(_point(label)[1] for label, _, _ in at_buffer)
-        figures += queue_figure([run for run in at_buffer if _point(run[0])[1] == most], out,
-                                "e6-queue", f"E6: queue and marking probability, {most} flows, "
-                                            f"buffer {BUFFER}")
+        figures += queue_figure([(label, folder, m) for label, folder, m in at_buffer
+                                 if _point(label)[1] == most], out, "e6-queue",
+                                f"E6: queue and marking probability, {most} flows, "
+                                f"buffer {BUFFER}")
     parking = [(label, m) for label, _, m in runs if _point(label)[1] is None]
     if parking:
         figures.append(plots.bars(
@@ -225,5 +226,6 @@ def verdicts(runs: Runs) -> list[Row]:
     return [stats.claim_row(claim, part) for claim, part in zip(claims, parts)]
 
 
-EXPERIMENT = Experiment("e6", "E6 (seed 003): NEWQUE vs RED vs BLUE vs PI vs REM", SCALING,
-                        plan, report, claims=CLAIMS, verdicts=verdicts)
+EXPERIMENT = Experiment(
+    "E6 (seed 003): NEWQUE vs RED vs BLUE vs PI vs REM",
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)

@@ -119,5 +119,6 @@ def verdicts(runs: Runs) -> list[Row]:
     return rows
 
 
-EXPERIMENT = Experiment("e7", "E7 (seed 004): short transfers, DT vs RED vs ECN over buffer sizes",
-                        SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+EXPERIMENT = Experiment(
+    "E7 (seed 004): short transfers, DT vs RED vs ECN over buffer sizes",
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)

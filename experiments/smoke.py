@@ -27,7 +27,6 @@ def plan(opts: PlanOptions) -> list[RunSpec]:
                                     ("red_ecn", RedEcn(**red), True))]
 
 
-EXPERIMENT = Experiment("smoke", "Smoke: DropTail and RED+ECN for 6 s each on a small dumbbell",
-                        SCALING, plan,
-                        basic_report("smoke", "Smoke: 2 flows through a 5 Mb/s bottleneck"),
-                        repeat=1)
+EXPERIMENT = Experiment(
+    "Smoke: DropTail and RED+ECN for 6 s each on a small dumbbell",
+    SCALING, plan, basic_report("smoke", "Smoke: 2 flows through a 5 Mb/s bottleneck"), repeat=1)

@@ -95,5 +95,6 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
     return rows, figures
 
 
-EXPERIMENT = Experiment("transport", "The userspace transport's Reno against Linux's Reno",
-                        SCALING, plan, report, claims=CLAIMS, repeat=1)
+EXPERIMENT = Experiment(
+    "The userspace transport's Reno against Linux's Reno",
+    SCALING, plan, report, claims=CLAIMS, repeat=1)
