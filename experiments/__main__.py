@@ -274,10 +274,13 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
                   TimeRemainingColumn(), console=console) as progress:
         overall = progress.add_task("all runs", total=len(specs), what="")
         if dask:
+            waiting = f"{name} (runs on the Dask cluster {dask})"
+
             def returned(spec: RunSpec, _: Path, result: sweep.RunResult) -> None:
                 collect(spec, result.seconds)
+                phase(waiting)
                 progress.update(overall, advance=1, what=f"{spec.folder} from {result.host}")
-            phase(f"{name} (runs on the Dask cluster {dask})")
+            phase(waiting)
             progress.update(overall, what=f"on {dask}")
             failures = sweep.run_all(name, opts, specs, folder, artifacts, dask, log_level,
                                      returned)

@@ -45,13 +45,14 @@ def plan(opts: PlanOptions) -> list[RunSpec]:
     return runs
 
 
-def target_ms(label: str, m: dict) -> float:
-    return float(label.split("-")[1].rstrip("ms"))
+def target_ms(point: str) -> float:
+    """The target delay of a point of the plan ("40ms"), in ms."""
+    return float(point.rstrip("ms"))
 
 
 def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
     rows = [{**basic_row(label, m), "target ms": label.split("-")[1]} for label, _, m in runs]
-    measured = curves(runs, target_ms, "queueing_delay_ms")
+    measured = curves(runs, lambda label, m: target_ms(label.split("-")[1]), "queueing_delay_ms")
     measured["target"] = ([t * 1000 for t in TARGETS], [t * 1000 for t in TARGETS])
     figures = (line_figure("average queueing delay (ms)",
                            curves(runs, "queueing_delay_ms", "utilisation"), "link utilisation",
@@ -66,8 +67,8 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
 def verdicts(runs: Runs) -> list[Row]:
     points = by_point(runs)
     delay = stats.metric("queueing_delay_ms")
-    near = stats.bound(points, delay, lambda t: 0.5 * float(t.rstrip("ms")), True, ".1f")
-    under = stats.bound(points, delay, lambda t: 1.5 * float(t.rstrip("ms")), False, ".1f")
+    near = stats.bound(points, delay, lambda point: 0.5 * target_ms(point), True, ".1f")
+    under = stats.bound(points, delay, lambda point: 1.5 * target_ms(point), False, ".1f")
     return [stats.claim_row(CLAIMS[0], stats.versus(points, "amecn", "ared",
                                                     percent("utilisation"), True, ".1f")),
             stats.claim_row(CLAIMS[1], [(text, stats.overall([a, b])) for (text, a), (_, b)
