@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 import experiments
+from analysis.results import run_metrics
 from experiments.__main__ import configurations, main
 from experiments.base import PlanOptions, line_figure
 from experiments.catalog import EXPERIMENTS
 from experiments.runner import jsonable
 from experiments.spec import RunSpec
-from analysis.results import run_metrics
 from test_metrics import counter_row
 
 # The option sets that shape plans differently.
