@@ -7,7 +7,9 @@ Definitions (seed in brackets):
 - Jain's index: (sum x)^2 / (n sum x^2) [002].
 - lockout: flows whose goodput stays below `share` (1 %) of the fair share capacity/n
   over the measured interval: they got (almost) nothing through [002].
-- average queue: time average of the queue (a step function between samples).
+- average queue: time average of the queue the packets found (a step function between
+  samples), whatever the algorithm [003]; EWMA average: time average of the average the
+  RED family keeps, the "average queue" of RED's tables [000].
 - queueing delay: mean sojourn of the packets in the bottleneck queue.
 - loss %: packets dropped at the bottleneck over packets that arrived there.
 - utilisation: packets the bottleneck sent over what it could send in the interval.

@@ -30,7 +30,7 @@ def wrapped(title: str, width: int = 60) -> str:
 
 
 def queue_over_time(runs: Sequence[tuple[str, Path]], out: Path, title: str = "") -> Path:
-    """One panel per run: instantaneous queue and average (packets, if the algorithm keeps
+    """One panel per run: the queue and its EWMA average (packets, if the algorithm keeps
     one); on the right Pmax if it moves (ARED, AMECN), else the marking probability."""
     fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.3 * len(runs) + 0.6), sharex=True,
                              squeeze=False)
@@ -39,7 +39,7 @@ def queue_over_time(runs: Sequence[tuple[str, Path]], out: Path, title: str = ""
         t = [r["t"] for r in rows]
         ax.plot(t, [r["qdepth"] for r in rows], lw=0.6, color="0.6", label="queue")
         if any(r["avg"] for r in rows):
-            ax.plot(t, [r["avg"] for r in rows], lw=1.6, color="C0", label="average")
+            ax.plot(t, [r["avg"] for r in rows], lw=1.6, color="C0", label="EWMA average")
         ax.set_ylabel("packets")
         ax.set_title(label, fontsize=9, loc="left")
         pmax = [r["pmax"] for r in rows]

@@ -44,9 +44,9 @@ def _pps(bottleneck: dict) -> int:
 
 
 def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
-                 drop_at: str = "dequeue") -> dict:
+                 drop_at: str = "dequeue", ewma: bool = False) -> dict:
     """Loss, marks, utilisation, queue and delay of one congested port. drop_at: where its
-    AQM dropped (the `drop` factor)."""
+    AQM dropped (the `drop` factor); ewma: its AQM keeps an average of the queue."""
     out: dict = {"bottleneck_pps": pps}
     counters = read_csv(folder / f"counters{suffix}.csv")
     if len(counters) >= 2:
@@ -74,8 +74,13 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
     window = [r for r in telemetry if start <= r["t"] <= end]
     if window:
         times = [r["t"] for r in telemetry]
-        out["avg_queue"] = metrics.time_average(times, [r["avg"] for r in telemetry], start, end)
-        out["queue"] = metrics.time_average(times, [r["qdepth"] for r in telemetry], start, end)
+        # The queue the packets found, for every algorithm; beside it the average the
+        # algorithm itself keeps (the RED family's EWMA), which the seeds' RED tables show.
+        out["avg_queue"] = metrics.time_average(times, [r["qdepth"] for r in telemetry],
+                                                start, end)
+        if ewma:
+            out["avg_ewma"] = metrics.time_average(times, [r["avg"] for r in telemetry],
+                                                   start, end)
         out["queueing_delay_ms"] = sum(r["sojourn_ms"] for r in window) / len(window)
         # Whether the switch kept its configured rate: a packet that found q packets ahead
         # waited q / rate. Below ~0.9 the machine, not the AQM, set the pace (CPU-bound).
@@ -98,12 +103,14 @@ def run_metrics(folder: Path) -> dict:
                  "algorithm": config["aqm"]["type"],
                  "loop": (config["loop"] or {}).get("kind"), "window_s": [start, end]}
     drop_at = dict(config.get("factors", [])).get("drop", "dequeue")   # experiments/factors.py
+    ewma = "wq" in config["aqm"]       # the EWMA's weight: the RED family
     if "links" in topo:   # a parking lot: one congested port per switch s1..sK
-        links = {f"s{i}": link_metrics(folder, f"-s{i}", _pps(link), start, end, drop_at)
+        links = {f"s{i}": link_metrics(folder, f"-s{i}", _pps(link), start, end, drop_at, ewma)
                  for i, link in enumerate(topo["links"], start=1)}
         out["links"] = links
         # Seed 001: the path's delay and queue are the sums over its links.
-        for key in ("queueing_delay_ms", "avg_queue", "arrived", "dropped", "marks"):
+        for key in ("queueing_delay_ms", "avg_queue", "avg_ewma", "arrived", "dropped",
+                    "marks"):
             if all(key in m for m in links.values()):
                 out[key] = sum(m[key] for m in links.values())
         for key in ("utilisation", "slots_lost_percent"):   # per link, averaged
@@ -116,7 +123,7 @@ def run_metrics(folder: Path) -> dict:
         capacity = min(_pps(link) * link["packet_bytes"] * 8 / 1e6 for link in topo["links"])
     else:
         bottleneck = topo["bottleneck"]
-        out.update(link_metrics(folder, "", _pps(bottleneck), start, end, drop_at))
+        out.update(link_metrics(folder, "", _pps(bottleneck), start, end, drop_at, ewma))
         capacity = _pps(bottleneck) * bottleneck["packet_bytes"] * 8 / 1e6
 
     flows = []   # one row per TCP connection (an iperf3 with -P N gives N)

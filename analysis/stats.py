@@ -159,6 +159,23 @@ def versus(points: dict[str, dict[str, dict]], a: str, b: str, value: Callable[[
     return parts
 
 
+def bound(points: dict[str, dict[str, dict]], value: Callable[[dict], float],
+          limit: float | Callable[[str], float], larger: bool, digits: str = ".2f",
+          only: str | None = None) -> list[tuple[str, str]]:
+    """At every point, each algorithm's quantity against a fixed figure (the paper's, a link
+    rate; limit(point) where it depends on the point): the parts of a claim row. With
+    `only`, that algorithm's alone, each part named by its point."""
+    parts = []
+    for where, runs in points.items():
+        for name, m in runs.items():
+            if only not in (None, name):
+                continue
+            ours = over(m, value)
+            parts.append((f"{where}{'' if only else ' ' + name}: {ours:{digits}}",
+                          compare(ours, limit(where) if callable(limit) else limit, larger)))
+    return parts
+
+
 def versus_curve(points: dict[str, dict[str, dict]], a: str, b: str,
                  x: Callable[[dict], float], y: Callable[[dict], float], larger: bool,
                  digits: str = ".3g") -> list[tuple[str, str | None]]:

@@ -30,7 +30,8 @@ from analysis import stats
 from analysis.results import run_metrics
 from control_plane import toolchain
 from control_plane.build import Artifacts, CompileError
-from experiments.catalog import EXPERIMENTS, REPEAT, PlanOptions
+from experiments.base import REPEAT, Experiment, PlanOptions
+from experiments.catalog import EXPERIMENTS
 from experiments import factors, sweep
 from experiments.runner import Run, jsonable, phase
 from experiments.spec import RunSpec
@@ -59,7 +60,7 @@ def markdown_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def write_summary(folder: Path, experiment, rows: list[dict], figures: list[Path],
+def write_summary(folder: Path, experiment: Experiment, rows: list[dict], figures: list[Path],
                   claims: list[dict], timing: str, changed: str = "") -> None:
     if rows:
         with open(folder / "summary.csv", "w", newline="") as f:
@@ -165,7 +166,7 @@ def resumable(folder: Path, name: str, specs: list[RunSpec], drop_at: str = "deq
                 (config.parent / "metrics.json").is_file() and ran != jsonable(spec)):
             raise ResumeError(f"{config.parent}: run of another experiment or other options "
                               f"({ran.get('experiment')} {ran.get('label')}"
-                              f"{describe_factors(ran)}): resume with the options it ran with")
+                              f"{ran_with(ran)}): resume with the options it ran with")
     artifacts = Artifacts.in_folder(folder / "build")
     with tempfile.TemporaryDirectory() as tmp:
         today = compile_in_session(Path(tmp), drop_at)
@@ -175,9 +176,10 @@ def resumable(folder: Path, name: str, specs: list[RunSpec], drop_at: str = "deq
     return artifacts
 
 
-def describe_factors(config: dict) -> str:
-    changed = [f"{name}={value}" for name, value in config.get("factors", [])]
-    return f", factors {' '.join(changed)}" if changed else ""
+def ran_with(config: dict) -> str:
+    """", factors NAME=VALUE..." for a run whose config.json records factors."""
+    changed = factors.describe(config.get("factors", []), meanings=False)
+    return f", factors {changed}" if changed else ""
 
 
 def resume_command(name: str, folder: Path, opts: PlanOptions, dask: str | None = None) -> str:
@@ -261,30 +263,37 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
     console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs "
                   f"({repeat} per configuration) -> {folder}")
     failures: list[str] = []
+
+    def collect(spec: RunSpec, took: float) -> None:
+        """A finished run (here or on a worker), its metrics computed from its folder."""
+        seconds.append(took)
+        phase(f"run {spec.label} (computing its metrics)")
+        results.append((spec.label, folder / spec.folder, run_metrics(folder / spec.folder)))
+
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),
                   TimeRemainingColumn(), console=console) as progress:
         overall = progress.add_task("all runs", total=len(specs), what="")
         if dask:
-            def collected(spec: RunSpec, run_folder: Path, result: sweep.RunResult) -> None:
-                seconds.append(result.seconds)
-                results.append((spec.label, run_folder, run_metrics(run_folder)))
+            waiting = f"{name} (runs on the Dask cluster {dask})"
+
+            def returned(spec: RunSpec, _: Path, result: sweep.RunResult) -> None:
+                collect(spec, result.seconds)
+                phase(waiting)
                 progress.update(overall, advance=1, what=f"{spec.folder} from {result.host}")
-            phase(f"{name} (runs on the Dask cluster {dask})")
+            phase(waiting)
             progress.update(overall, what=f"on {dask}")
             failures = sweep.run_all(name, opts, specs, folder, artifacts, dask, log_level,
-                                     collected)
-        for spec in specs if not dask else []:
-            task = progress.add_task(spec.folder, total=spec.duration, what="")
-            def update(done, total, what, task=task):
-                progress.update(task, completed=done, total=total, what=what)
-            began = time.monotonic()
-            Run(spec, folder / spec.folder, artifacts, update, log_level).execute()
-            seconds.append(time.monotonic() - began)
-            phase(f"run {spec.label} (computing its metrics)")
-            metrics = run_metrics(folder / spec.folder)
-            results.append((spec.label, folder / spec.folder, metrics))
-            progress.update(task, completed=spec.duration, what="done")
-            progress.advance(overall)
+                                     returned)
+        else:
+            for spec in specs:
+                task = progress.add_task(spec.folder, total=spec.duration, what="")
+                def update(done, total, what, task=task):
+                    progress.update(task, completed=done, total=total, what=what)
+                began = time.monotonic()
+                Run(spec, folder / spec.folder, artifacts, update, log_level).execute()
+                collect(spec, time.monotonic() - began)
+                progress.update(task, completed=spec.duration, what="done")
+                progress.advance(overall)
     phase(f"{name} (writing the summary)")
     total = sum(seconds)
     if results:
@@ -324,11 +333,11 @@ def run_one(name: str, label: str, seed: int, build: Path, into: Path, opts: Pla
     return 0
 
 
-def summarise(experiment, folder: Path, results: list[tuple[str, Path, dict]],
+def summarise(experiment: Experiment, folder: Path, results: list[tuple[str, Path, dict]],
               timing: str = "") -> None:
     rows, figures = experiment.report(results, folder)
     claims = experiment.verdicts(results) if experiment.verdicts else []
-    changed = factors.describe(tuple(tuple(f) for f in results[0][2].get("factors", [])))
+    changed = factors.describe(results[0][2].get("factors", []))
     write_summary(folder, experiment, rows, figures, claims, timing, changed)
     if changed:
         console.print(f"Changed in every run: {changed}")
@@ -389,7 +398,7 @@ def report(folders: list[Path], out: Path | None = None) -> int:
             same = configs.setdefault(config["label"], (unseeded(config), path.parent))
             if same[0] != unseeded(config):
                 console.print(f"[red]{config['label']} ran differently in {same[1]} and "
-                              f"{path.parent}{describe_factors(config)}: report them apart")
+                              f"{path.parent}{ran_with(config)}: report them apart")
                 return 2
             runs[key] = path.parent
     if len(names) != 1:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from analysis import plots, stats
 from control_plane.aqm import Aecn, Aqm, Red, RedEcn
+from experiments.base import (Experiment, PlanOptions, Row, Runs, curves, fmt, line_figure,
+                              queue_columns)
 from experiments.spec import Flow, RunSpec
 from topologies.dumbbell import rtt_groups
 from topologies.nodes import Bottleneck
@@ -98,7 +100,7 @@ def rtt_run(group: str) -> RunSpec:
                                streams=RTT_RUN_FLOWS),))
 
 
-def plan(opts) -> list[RunSpec]:
+def plan(opts: PlanOptions) -> list[RunSpec]:
     flows = FLOWS if opts.full else SUBSET_FLOWS
     return ([rtt_run(g) for g in GROUPS]
             + [sweep_run(name, n) for n in flows for name in ALGORITHMS])
@@ -114,10 +116,6 @@ def _nan(value) -> float:
 
 def _per(value: float, n: int) -> float:
     return value.scaled(1 / n) if isinstance(value, stats.Estimate) else value / n
-
-
-def _fmt(value: float, digits: int = 2) -> str:
-    return "-" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
 def _groups(folder: Path) -> dict:
@@ -153,20 +151,20 @@ def _point(label: str) -> tuple[str, int]:
     return name, int(flows[:-1])
 
 
-def _row(label: str, folder: Path, m: dict) -> dict:
+def _row(label: str, folder: Path, m: dict) -> Row:
     name, flows = _point(label)
     row = {"run": label, "algorithm": name.upper(), "flows": flows,
-           "goodput Mb/s": _fmt(_nan(m.get("goodput_mbps"))),
-           "Jain": _fmt(_nan(m.get("jain")), 3), "lockout": m.get("lockout", "-")}
+           "goodput Mb/s": fmt(_nan(m.get("goodput_mbps"))),
+           "Jain": fmt(_nan(m.get("jain")), 3), "lockout": m.get("lockout", "-")}
     per_group = m.get("group_goodput_mbps", {})
     for g in GROUPS:
-        row[f"{g} Mb/s/flow"] = _fmt(per_group.get(g, {}).get("mean", math.nan), 3)
+        row[f"{g} Mb/s/flow"] = fmt(per_group.get(g, {}).get("mean", math.nan), 3)
     retransmits = m.get("group_retransmits", {})
     for g in GROUPS:
-        row[f"{g} retx/flow"] = _fmt(retransmits.get(g, {}).get("mean", math.nan), 1)
+        row[f"{g} retx/flow"] = fmt(retransmits.get(g, {}).get("mean", math.nan), 1)
     # Over the measured window, BMv2's tail drops included: comparable across algorithms.
-    row["marks/flow"] = _fmt(_per(_nan(m.get("marks")), flows), 1)
-    row["drops/flow"] = _fmt(_per(_nan(m.get("dropped")), flows), 1)
+    row["marks/flow"] = fmt(_per(_nan(m.get("marks")), flows), 1)
+    row["drops/flow"] = fmt(_per(_nan(m.get("dropped")), flows), 1)
     per = flows / len(GROUPS)
     # AECN's own counters by group (robust 0, average 1, fragile 2): the whole run, and
     # only the drops egress decides (not BMv2's tail drops); the mean over the repeats.
@@ -175,12 +173,12 @@ def _row(label: str, folder: Path, m: dict) -> dict:
         counts = [stats.over_folders(m, lambda f: _groups(f).get(key, [math.nan] * 3)[2 - k])
                   for k in range(3)] if _groups(folder) else []
         row[name] = "/".join(f"{c.scaled(1 / per):.1f}" for c in counts) if counts else "-"
-    row["avg queue"] = _fmt(_nan(m.get("avg_queue")))
-    row["switch kept rate"] = _fmt(_nan(m.get("service_ratio")))
+    row.update(queue_columns(m))
+    row["switch kept rate"] = fmt(_nan(m.get("service_ratio")))
     return row
 
 
-def report(runs, out: Path):
+def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
     sweep = [(label, folder, m) for label, folder, m in runs if not label.startswith("rtt-")]
     rows = [_row(label, folder, m) for label, folder, m in sweep]
     # Every repeat's accuracy in the table; the first repeat's in the figure.
@@ -189,22 +187,16 @@ def report(runs, out: Path):
     for folder, acc in accuracies.items():
         rows.append({"run": folder.name, "algorithm": "AECN (measured RTT)",
                      "flows": RTT_RUN_FLOWS,
-                     **{k: _fmt(v) if isinstance(v, float) else v for k, v in acc.items()}})
+                     **{k: fmt(v) if isinstance(v, float) else v for k, v in acc.items()}})
     figures = []
-    curves: dict[str, dict[str, tuple[list, list]]] = {}
-    for label, _, m in sweep:
-        name, flows = _point(label)
-        for key in ("goodput_mbps", "jain", "lockout", "dropped"):
-            xs, ys = curves.setdefault(key, {}).setdefault(name.upper(), ([], []))
-            xs.append(flows)
-            ys.append(_nan(m.get(key)))
     titles = {"goodput_mbps": "aggregate goodput (Mb/s)", "jain": "Jain's fairness index",
               "lockout": "flows locked out", "dropped": "packets dropped"}
-    for key, by_name in curves.items():
-        if any(len(xs) > 1 for xs, _ in by_name.values()):
-            figures.append(plots.lines("number of flows", by_name, titles[key],
-                                       out / f"e5-{key}-vs-flows.png",
-                                       f"E5: {titles[key]} vs flows (seed 002 chs. 4-5)"))
+    for key, title in titles.items():
+        figures += line_figure("number of flows",
+                               curves(sweep, lambda label, m: _point(label)[1],
+                                      lambda label, m: _nan(m.get(key))),
+                               title, out / f"e5-{key}-vs-flows.png",
+                               f"E5: {title} vs flows (seed 002 chs. 4-5)")
     for n in sorted({_point(label)[1] for label, _, _ in sweep}):
         series = {_point(label)[0].upper(): [m.get("group_goodput_mbps", {}).get(g, {}).get(
             "mean", math.nan) for g in GROUPS] for label, _, m in sweep if _point(label)[1] == n}
@@ -222,7 +214,7 @@ def report(runs, out: Path):
     return rows, figures
 
 
-def verdicts(runs) -> list[dict]:
+def verdicts(runs: Runs) -> list[Row]:
     """Each claim beside the runs, flow count by flow count: it holds where the two
     algorithms' 95 % intervals separate in the seed's direction, at every count."""
     by_n: dict[int, dict[str, dict]] = {}
@@ -245,3 +237,8 @@ def verdicts(runs) -> list[dict]:
                           digits=".0f"),
              stats.versus(points, "aecn", "ecn", fragile_share, larger=True, digits=".1f")]
     return [stats.claim_row(claim, part) for claim, part in zip(CLAIMS, parts)]
+
+
+EXPERIMENT = Experiment(
+    "E5 (seed 002): RED vs ECN vs AECN with heterogeneous RTTs",
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)

@@ -9,7 +9,7 @@ queue, a transport for short transfers) is an error, not silently ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Callable
+from typing import Callable, Iterable, Sequence
 
 from control_plane.build import DROP_AT
 from experiments.spec import TRANSPORTS, RunSpec
@@ -218,5 +218,8 @@ def apply(spec: RunSpec, factors: tuple[tuple[str, str], ...]) -> RunSpec:
     return replace(spec, factors=factors) if factors else spec
 
 
-def describe(factors: tuple[tuple[str, str], ...]) -> str:
-    return ", ".join(f"{name}={value} ({FACTORS[name].what})" for name, value in factors)
+def describe(factors: Iterable[Sequence[str]], meanings: bool = True) -> str:
+    """NAME=VALUE of each factor (as a plan holds them, or a config.json as lists), with what
+    it changes (for a summary) or without (for a one-line message)."""
+    return ", ".join(f"{name}={value}" + (f" ({FACTORS[name].what})" if meanings else "")
+                     for name, value in factors)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from control_plane.build import Artifacts
-from experiments.catalog import PlanOptions
+from experiments.base import PlanOptions
 from experiments.runner import REPO, jsonable
 from experiments.spec import RunSpec
 

@@ -7,7 +7,7 @@ import json
 
 from experiments import e5
 from experiments.__main__ import configurations
-from experiments.catalog import PlanOptions
+from experiments.base import PlanOptions
 
 
 def test_the_plan_splits_flows_equally_and_keeps_iperf3_under_its_stream_limit():

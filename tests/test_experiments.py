@@ -10,7 +10,8 @@ import pytest
 
 from experiments.__main__ import ResumeError, finished, resumable
 from experiments import factors
-from experiments.catalog import EXPERIMENTS, PlanOptions
+from experiments.base import PlanOptions
+from experiments.catalog import EXPERIMENTS
 from experiments.runner import jsonable
 
 SPECS = EXPERIMENTS["e5"].plan(PlanOptions())

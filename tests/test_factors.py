@@ -11,7 +11,8 @@ import pytest
 
 from experiments import factors
 from experiments.__main__ import main, resume_command
-from experiments.catalog import EXPERIMENTS, PlanOptions
+from experiments.base import PlanOptions
+from experiments.catalog import EXPERIMENTS
 
 
 def runs(name: str, *texts: str, **opts):

@@ -65,9 +65,10 @@ def test_summary():
     assert math.isnan(metrics.summary([])["mean"])
 
 
-def write_run(folder, flows, counters, telemetry, measure_from=1.0, duration=3.0, factors=()):
-    config = {"label": "x", "aqm": {"type": "Red"}, "loop": None, "measure_from": measure_from,
-              "factors": [list(f) for f in factors],
+def write_run(folder, flows, counters, telemetry, measure_from=1.0, duration=3.0, factors=(),
+              aqm=None):
+    config = {"label": "x", "aqm": aqm or {"type": "Red", "wq": 0.002}, "loop": None,
+              "measure_from": measure_from, "factors": [list(f) for f in factors],
               "duration": duration,
               "flows": [{"group": g, "reverse": False, "start": 0.0,
                          "transport": r.get("start", {}).get("response", "kernel")}
@@ -120,8 +121,8 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert m["slots_lost_percent"] == pytest.approx(100 * 10 / 300)
     # Window [1, 3]: sent (300 - 98) - (10 - 2) = 194 over 2 s of 100 packets/s.
     assert m["utilisation"] == pytest.approx(194 / 200)
-    assert m["avg_queue"] == pytest.approx((4 + 8) / 2)
-    assert m["queue"] == pytest.approx((6 + 10) / 2)
+    assert m["avg_queue"] == pytest.approx((6 + 10) / 2)
+    assert m["avg_ewma"] == pytest.approx((4 + 8) / 2)
     assert m["queueing_delay_ms"] == pytest.approx(80.0)
     assert m["pmax_final"] == 0.2
     # 6 packets ahead waited 60 ms, 10 waited 100 ms: served at 100/s, the configured rate.
@@ -140,6 +141,24 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert mecn_row[7:10] == ["4.0", "3.0", "10"] and "giving up" in mecn_row[10]
     assert mecn_row[11:] == ["4", "2", "1", "0"] and rows[1].split(",")[10] == ""
 
+
+
+@pytest.mark.parametrize("aqm, ewma", [
+    pytest.param({"type": "DropTail", "limit": 60}, None, id="droptail-keeps-no-average"),
+    pytest.param({"type": "Red", "wq": 0.002}, (2 * 0.5 + 6 * 1.0 + 4 * 0.5) / 2, id="red"),
+])
+def test_the_average_queue_is_the_time_average_of_the_queue_for_every_algorithm(
+        tmp_path, aqm, ewma):
+    """Window [1, 3]: the queue found 10 packets from 0.5 s (before the window), 30 from
+    1.5 s, 0 from 2.5 s, 20 from 3.5 s (after it); DropTail's telemetry average is 0."""
+    telemetry = [{"t": t, "avg": 0.0 if ewma is None else a, "qdepth": q, "prob": 0.0,
+                  "sojourn_ms": 1.0, "pmax": 0.1}
+                 for t, q, a in ((0.5, 10, 2.0), (1.5, 30, 6.0), (2.5, 0, 4.0), (3.5, 20, 5.0))]
+    write_run(tmp_path, [], [counter_row(0.0, 0, 0), counter_row(3.0, 300, 300)], telemetry,
+              aqm=aqm)
+    m = run_metrics(tmp_path)
+    assert m["avg_queue"] == pytest.approx((10 * 0.5 + 30 * 1.0 + 0 * 0.5) / 2)
+    assert m.get("avg_ewma") == (None if ewma is None else pytest.approx(ewma))
 
 
 def test_drops_at_enqueue_spend_no_service_slot(tmp_path):

@@ -11,7 +11,8 @@ import pytest
 
 from analysis import stats
 from experiments.__main__ import configurations, main
-from experiments.catalog import EXPERIMENTS, REPEAT, PlanOptions
+from experiments.base import REPEAT, PlanOptions
+from experiments.catalog import EXPERIMENTS
 from experiments.runner import jsonable
 from test_metrics import counter_row, write_run
 
@@ -94,7 +95,7 @@ def fake_runs(values: dict[str, list[dict]]):
 
 def e1_point(red_drops, ecn_drops, red_queue=5.0, ecn_queue=6.0):
     def runs(drops, queue):
-        return [{"dropped": d, "avg_queue": queue + 0.01 * k, "utilisation": 0.97 + 0.001 * k}
+        return [{"dropped": d, "avg_ewma": queue + 0.01 * k, "utilisation": 0.97 + 0.001 * k}
                 for k, d in enumerate(drops)]
     return {"reno-red": runs(red_drops, red_queue), "reno-red_ecn": runs(ecn_drops, ecn_queue),
             "reno-droptail": runs([300, 310, 320], 15.0)}
@@ -185,7 +186,7 @@ def test_repeat_must_be_a_whole_number_of_runs(value, capsys):
 
 def test_e6_s_claims_against_every_other_algorithm_and_the_paper_s_bounds():
     def runs(queue, loss, utilisation):
-        return [{"queue": queue + d, "queueing_delay_ms": 2 * queue + d, "loss_percent": loss + d / 10,
+        return [{"avg_queue": queue + d, "queueing_delay_ms": 2 * queue + d, "loss_percent": loss + d / 10,
                  "utilisation": utilisation + d / 1000} for d in (-0.1, 0.0, 0.1)]
     results = configurations(fake_runs({
         "newque-200f-300b": runs(20, 0.1, 0.995), "red-200f-300b": runs(90, 0.4, 0.99),

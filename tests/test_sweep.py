@@ -18,7 +18,8 @@ import pytest
 
 from experiments import sweep
 from experiments.__main__ import main
-from experiments.catalog import EXPERIMENTS, PlanOptions
+from experiments.base import PlanOptions
+from experiments.catalog import EXPERIMENTS
 from experiments.runner import jsonable
 from test_interrupt import (EXIT_TIMEOUT, PHASE_TIMEOUT, REPO, Experiment, assert_nothing_left,
                             assert_one_line)
