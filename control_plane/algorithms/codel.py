@@ -62,6 +62,7 @@ def law_table(interval_us: int) -> TableRows:
 @dataclass(frozen=True, kw_only=True)
 class Codel(Aqm):
     action: ClassVar[str] = "codel"
+    reads_sojourn: ClassVar[bool] = True
     target: float = 0.005       # s
     interval: float = 0.1       # s
     min_backlog: int = 1        # packets: at or below, the queue is nearly empty

@@ -112,6 +112,7 @@ def idle_tables(alpha_target: int, decay: int) -> tuple[TableRows, TableRows]:
 @dataclass(frozen=True, kw_only=True)
 class Pie(Aqm):
     action: ClassVar[str] = "pie"
+    reads_sojourn: ClassVar[bool] = True
     target: float = 0.015        # s
     tupdate: float = 0.015       # s
     alpha: float = 0.125         # Hz
