@@ -24,7 +24,8 @@ from rich.table import Table
 from benchmarks import control, dataplane, instructions, profile, transport
 from benchmarks.dataplane import Case
 from control_plane import toolchain
-from control_plane.aqm import Aecn, Blue, DropTail, Ecnm, Mecn, Newque, Pi, Red, RedEcn, Rem
+from control_plane.aqm import (Aecn, Blue, Codel, DropTail, Ecnm, Mecn, Newque, Pi, Pie, Red,
+                              RedEcn, Rem)
 from control_plane.build import REPO, Artifacts, compile_program
 from experiments.runner import tool_versions
 
@@ -42,7 +43,8 @@ ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG),
               "rem": Rem(**BIG),
               # The measured RTT first, the table when there is none: UDP (and TCP until
               # both legs are sampled) is classified by the table.
-              "aecn": Aecn(groups="sport:1024=fragile", **BIG)}
+              "aecn": Aecn(groups="sport:1024=fragile", **BIG),
+              "codel": Codel(**BIG), "pie": Pie(**BIG)}
 
 
 # The sweeps' points beyond the 1-port, 1-flow cases (64 ports: the idle-decay table's

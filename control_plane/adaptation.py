@@ -23,8 +23,8 @@ class Step:
     reason: str
 
 
-def _clamp(value: float) -> float:
-    return min(PMAX_MAX, max(PMAX_MIN, value))
+def _clamp(value: float, ceiling: float) -> float:
+    return min(ceiling, max(PMAX_MIN, value))
 
 
 def ared_band(minth: float, maxth: float) -> tuple[float, float]:
@@ -33,17 +33,19 @@ def ared_band(minth: float, maxth: float) -> tuple[float, float]:
     return minth + 0.4 * span, minth + 0.6 * span
 
 
-def ared_step(maxp: float, avg: float, minth: float, maxth: float) -> Step:
+def ared_step(maxp: float, avg: float, minth: float, maxth: float,
+              ceiling: float = PMAX_MAX) -> Step:
     """Adaptive RED (Floyd, Gummadi & Shenker 2001), once per interval.
 
     Above the band with maxp <= 0.5: maxp += min(0.01, maxp / 4); below it with
-    maxp >= 0.01: maxp *= 0.9. The result is kept in [0.01, 0.5].
+    maxp >= 0.01: maxp *= 0.9. The result is kept in [0.01, 0.5] (0.5: `ceiling`).
     """
     low, high = ared_band(minth, maxth)
-    if avg > high and maxp <= PMAX_MAX:
-        return Step(_clamp(maxp + min(0.01, maxp / 4)), f"avg {avg:.3f} above band {high:.3f}")
+    if avg > high and maxp <= ceiling:
+        return Step(_clamp(maxp + min(0.01, maxp / 4), ceiling),
+                    f"avg {avg:.3f} above band {high:.3f}")
     if avg < low and maxp >= PMAX_MIN:
-        return Step(_clamp(maxp * 0.9), f"avg {avg:.3f} below band {low:.3f}")
+        return Step(_clamp(maxp * 0.9, ceiling), f"avg {avg:.3f} below band {low:.3f}")
     return Step(maxp, "hold")
 
 
@@ -51,22 +53,22 @@ AlphaVariant = Literal["fig3", "eq4"]
 
 
 def amecn_step(pmax: float, avg: float, minth: float,
-               alpha_variant: AlphaVariant = "fig3") -> Step:
+               alpha_variant: AlphaVariant = "fig3", ceiling: float = PMAX_MAX) -> Step:
     """Adaptive MECN (seed 001, Fig. 3), once per interval, target = 2 minth.
 
     avg > target and pmax <= 0.5: pmax += alpha, alpha = 0.25 ((avg - target) / target) pmax
     (Fig. 3; eq. (4) has an extra factor 0.17, selected by alpha_variant="eq4");
     avg < target and pmax >= 0.01: pmax *= beta, beta = 1 - 0.17 (target - avg) / (target - minth).
-    The result is kept in [0.01, 0.5].
+    The result is kept in [0.01, 0.5] (0.5: `ceiling`, the seed's; E2 tries 1.0).
     """
     target = 2 * minth
-    if avg > target and pmax <= PMAX_MAX:
+    if avg > target and pmax <= ceiling:
         scale = 0.17 if alpha_variant == "eq4" else 1.0
         alpha = 0.25 * scale * (avg - target) / target * pmax
-        return Step(_clamp(pmax + alpha), f"avg {avg:.3f} above target {target:.3f}")
+        return Step(_clamp(pmax + alpha, ceiling), f"avg {avg:.3f} above target {target:.3f}")
     if avg < target and pmax >= PMAX_MIN:
         beta = 1 - 0.17 * (target - avg) / (target - minth)
-        return Step(_clamp(pmax * beta), f"avg {avg:.3f} below target {target:.3f}")
+        return Step(_clamp(pmax * beta, ceiling), f"avg {avg:.3f} below target {target:.3f}")
     return Step(pmax, "hold")
 
 

@@ -16,17 +16,17 @@ from typing import ClassVar, Union
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import auto_thresholds
 from control_plane.dataplane import MAX_DATA_PORT
-from control_plane.algorithms import (ALGORITHMS, Aecn, Blue, DropTail, Ecnm, Mecn, Newque,
-                                     Pi, Red, RedEcn, Rem)
+from control_plane.algorithms import (ALGORITHMS, Aecn, Blue, Codel, DropTail, Ecnm, Mecn,
+                                     Newque, Pi, Pie, Red, RedEcn, Rem)
 from control_plane.algorithms.base import (DEFAULT_LIMIT, Aqm, ConfigError, Encoded, Link,
                                            TableAction, checked)
 from control_plane.algorithms.red import DEFAULT_WQ
 from control_plane.lookup import TABLE_ENTRIES, TableRows
 
-__all__ = ["ALGORITHMS", "Aecn", "Aqm", "Blue", "ConfigError", "DEFAULT_LIMIT", "DEFAULT_WQ",
-           "DropTail", "Ecnm", "Mecn", "Newque", "NoAqm", "Pi", "PortConfig", "PortProgram", "Red",
-           "RedEcn", "Rem", "TABLE_ENTRIES", "TableAction", "change", "parse_value",
-           "port_seed", "shown_input"]
+__all__ = ["ALGORITHMS", "Aecn", "Aqm", "Blue", "Codel", "ConfigError", "DEFAULT_LIMIT",
+           "DEFAULT_WQ", "DropTail", "Ecnm", "Mecn", "Newque", "NoAqm", "Pi", "Pie", "PortConfig",
+           "PortProgram", "Red", "RedEcn", "Rem", "TABLE_ENTRIES", "TableAction", "change",
+           "parse_value", "port_seed", "shown_input"]
 
 AnyAqm = Union[tuple(ALGORITHMS.values())]
 

@@ -22,7 +22,7 @@ from typing import Iterable, Literal
 import finsy as fy
 
 from control_plane import fixedpoint as fp
-from control_plane.adaptation import AlphaVariant, amecn_step, ared_step
+from control_plane.adaptation import PMAX_MAX, PMAX_MIN, AlphaVariant, amecn_step, ared_step
 from control_plane.aqm import (DEFAULT_LIMIT, Aecn, ConfigError, Ecnm, Mecn, PortConfig, Red,
                                RedEcn, change, shown_input)
 from control_plane.bmv2 import QueueControl, SwitchError, queue_commands
@@ -97,6 +97,8 @@ class LoopSpec:
     # AMECN: which maximum adapts. "p1": P1max only, P2max stays as configured (our
     # default: the seed says "Pmax"); "both": P2max takes P1max's every new value.
     pmax: Literal["p1", "both"] = "p1"
+    # The most the loop raises the probability to (the papers' 0.5).
+    ceiling: float = PMAX_MAX
 
     def check(self, config: PortConfig) -> None:
         if not (isinstance(self.interval, (int, float)) and 0.001 <= self.interval <= 3600):
@@ -107,6 +109,8 @@ class LoopSpec:
         if self.pmax not in ("p1", "both") or (self.pmax == "both" and self.kind != "amecn"):
             raise ConfigError(f"pmax policy {shown_input(str(self.pmax))}: p1, or both for "
                               "amecn")
+        if not (isinstance(self.ceiling, (int, float)) and PMAX_MIN < self.ceiling <= 1):
+            raise ConfigError(f"loop ceiling must be in ({PMAX_MIN}, 1], got {self.ceiling!r}")
         wanted = (Red, RedEcn, Ecnm) if self.kind == "ared" else (Mecn,)
         if not isinstance(config.aqm, wanted):
             raise ConfigError(f"{self.kind} adapts {' / '.join(c.action for c in wanted)}, "
@@ -414,10 +418,10 @@ class Controller:
             cfg = view.config.aqm
             if spec.kind == "ared":
                 name, old = "maxp", cfg.maxp
-                step = ared_step(old, avg, cfg.minth, cfg.maxth)
+                step = ared_step(old, avg, cfg.minth, cfg.maxth, spec.ceiling)
             else:
                 name, old = "p1max", cfg.p1max
-                step = amecn_step(old, avg, cfg.minth, spec.alpha_variant)
+                step = amecn_step(old, avg, cfg.minth, spec.alpha_variant, spec.ceiling)
             queues = ""
             if step.value != old:
                 changes = {name: repr(step.value)}

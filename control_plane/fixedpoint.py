@@ -11,6 +11,7 @@ FRAC32   fraction * 2^32, 1.0 -> 2^32-1 bit<32>   wq, probabilities, decay facto
 SLOPE    probability/packet * 2^32      bit<32>   pb = (slope * (avg - threshold)) >> 16
 P48      probability * 2^48             bit<64>   PI's probability (1.0 is exactly 2^48)
 GAIN48   probability/packet * 2^48      bit<64>   PI's gains a and b
+PGAIN    probability/us * 2^48          bit<64>   PIE's alpha and beta (Hz)
 PRICE    price * 2^32                   bit<64>   REM's link price
 RATE     packets/s * 2^16               bit<32>   NEWQUE's arrival rate and capacity
 USEC     microseconds                   bit<32>   enq_timestamp, sojourn, intervals
@@ -112,6 +113,15 @@ def to_gain48(prob_per_packet: float, name: str = "gain", limit: float = 2**-8) 
     if not 0.0 <= prob_per_packet < limit:
         raise FixedPointError(f"{name} must be in [0, {limit:g}) per packet, got {prob_per_packet}")
     return round(prob_per_packet * P48_ONE)
+
+
+def to_pgain(hertz: float, name: str = "gain", limit: float = 100.0) -> int:
+    """A gain in Hz (probability per second of delay) to PGAIN (per microsecond * 2^48),
+    at most `limit` Hz so that gain * delay stays inside 96 bits."""
+    _check_finite(name, hertz)
+    if not 0.0 <= hertz <= limit:
+        raise FixedPointError(f"{name} must be in [0, {limit:g}] Hz, got {hertz}")
+    return round(hertz * 1e-6 * P48_ONE)
 
 
 def to_price(price: float, name: str = "value", limit: float = 0.5) -> int:

@@ -335,17 +335,21 @@ class AqmSwitch:
         after = {t.table: t for t in program.tables}
         updates = []
         for table in sorted(before.keys() | after.keys()):
-            old_rows = before[table].entries() if table in before else []
-            new_rows = after[table].entries() if table in after else []
-            for bucket in range(max(len(old_rows), len(new_rows))):
-                entry = fy.P4TableEntry(table, match=fy.Match(port=program.port, bucket=bucket))
-                if bucket >= len(new_rows):
-                    updates.append(-entry)
+            old_rows = before[table].entries() if table in before else {}
+            new_rows = after[table].entries() if table in after else {}
+            priority = (after.get(table) or before[table]).priority
+            # Deletions first: BMv2 applies a batch in order, so no range being replaced
+            # overlaps the one replacing it.
+            for bucket in [b for b in old_rows if b not in new_rows]:
+                updates.append(-fy.P4TableEntry(
+                    table, match=fy.Match(port=program.port, bucket=bucket), priority=priority))
+            for bucket, params in new_rows.items():
+                if old_rows.get(bucket) == params:
                     continue
-                if bucket < len(old_rows) and old_rows[bucket] == new_rows[bucket]:
-                    continue
-                entry.action = fy.Action(after[table].action, **new_rows[bucket])
-                updates.append(~entry if bucket < len(old_rows) else +entry)
+                entry = fy.P4TableEntry(table, match=fy.Match(port=program.port, bucket=bucket),
+                                        priority=priority,
+                                        action=fy.Action(after[table].action, **params))
+                updates.append(~entry if bucket in old_rows else +entry)
         return updates
 
     @staticmethod

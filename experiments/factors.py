@@ -123,6 +123,15 @@ def _pmax(value: str) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def _drop(value: str) -> Callable[[RunSpec], RunSpec]:
+    def apply(spec: RunSpec) -> RunSpec:
+        if value == "enqueue" and getattr(type(spec.aqm), "reads_sojourn", False):
+            raise FactorError(f"{spec.label}: {type(spec.aqm).action} acts on each packet's "
+                              "sojourn, which a packet has not yet at enqueue")
+        return spec     # the program is the change (drop_point)
+    return apply
+
+
 def drop_point(factors: tuple[tuple[str, str], ...]) -> str:
     """Where the plan's program drops (control_plane.build's --drop-at): the one factor
     that changes the compiled program rather than the runs."""
@@ -185,7 +194,7 @@ FACTORS: dict[str, Factor] = {
     "clients": Factor("short-transfer clients (E7)", _number(1, 50, int), _clients),
     "drop": Factor("where the AQM drops: dequeue (egress, BMv2's service slot spent) or "
                    "enqueue (ingress, before the queue, as Linux and ns-2)",
-                   _choice(DROP_POINTS), lambda v: lambda spec: spec),   # the program only
+                   _choice(DROP_POINTS), _drop),
 }
 
 

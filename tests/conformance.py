@@ -17,6 +17,7 @@ import ipaddress
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import finsy as fy
 import pytest
@@ -168,12 +169,14 @@ def tally(records: list[TelemetryRecord]) -> tuple[Counter, Counter]:
     return Counter(r.region for r in records), Counter(r.outcome for r in records)
 
 
-def check_marks_follow_probability(records: list[TelemetryRecord]) -> int:
+def check_marks_follow_probability(records: list[TelemetryRecord],
+                                   live: Callable[[TelemetryRecord], bool] | None = None) -> int:
     """Unseeded runs of the algorithms that mark with a plain probability p (NEWQUE, BLUE,
-    PI, REM): given the past, each packet in region A fires with its record's p, so the
-    firings match sum(p) within 4 standard deviations; the draws pass a Kolmogorov-Smirnov
-    test for uniformity at the 0.1 % level. Returns the number of trials."""
-    trials = [r for r in records if r.region == Region.A]
+    PI, REM, PIE): given the past, each packet in region A (and `live`: its draw decided it)
+    fires with its record's p, so the firings match sum(p) within 4 standard deviations;
+    the draws pass a Kolmogorov-Smirnov test for uniformity at the 0.1 % level. Returns the
+    number of trials."""
+    trials = [r for r in records if r.region == Region.A and (live is None or live(r))]
     fired = sum(1 for r in trials if Outcome(r.outcome) in (Outcome.MARK, Outcome.PROB_DROP))
     probs = [r.prob / 2**32 for r in trials]
     mean, sd = sum(probs), math.sqrt(sum(p * (1 - p) for p in probs))

@@ -6,6 +6,8 @@ import pytest
 
 from control_plane.adaptation import (amecn_step, ared_band, ared_step, auto_thresholds,
                                       auto_wq)
+from control_plane.aqm import ConfigError, Mecn, PortConfig
+from control_plane.controller import LoopSpec
 
 
 def test_ared_band():
@@ -41,6 +43,18 @@ def test_amecn_step(pmax, avg, variant, want):
     step = amecn_step(pmax, avg, minth=5, alpha_variant=variant)
     assert step.value == pytest.approx(want)
     assert 0.01 <= step.value <= 0.5
+
+
+def test_a_higher_ceiling_lets_the_probability_rise_past_one_half():
+    """E2's controlled run: the loops' ceiling at 1.0 instead of the papers' 0.5."""
+    pmax, steps = 0.45, []
+    for _ in range(30):
+        pmax = amecn_step(pmax, 30.0, minth=5, ceiling=1.0).value
+        steps.append(pmax)
+    assert steps[0] > 0.5 and steps[-1] == 1.0 and max(steps) == 1.0
+    assert amecn_step(0.45, 30.0, minth=5).value == 0.5
+    assert ared_step(0.55, 12.0, minth=5, maxth=15, ceiling=1.0).value == pytest.approx(0.56)
+    assert ared_step(0.55, 12.0, minth=5, maxth=15).value == 0.55     # held above 0.5
 
 
 def test_auto_parameters():
@@ -99,3 +113,12 @@ async def test_a_loop_skips_ticks_missed_while_the_event_loop_was_busy(tmp_path)
     assert max(gaps) > 0.25                          # the stall shows as one long gap
     assert min(gaps) > 0.02, gaps                    # and is not made up in a burst
     assert len(gaps) <= 10
+
+
+@pytest.mark.parametrize("ceiling", [0.0, 0.01, 1.5, math.nan], ids=["zero", "floor", "above-one",
+                                                                     "nan"])
+def test_a_loop_ceiling_outside_its_range_is_refused(ceiling):
+    config = PortConfig(port=2, aqm=Mecn(), link_pps=1000.0)
+    LoopSpec("amecn", ceiling=1.0).check(config)
+    with pytest.raises(ConfigError, match="loop ceiling must be in"):
+        LoopSpec("amecn", ceiling=ceiling).check(config)

@@ -70,7 +70,7 @@ def test_change_to_the_new_algorithms_in_physical_units():
 
 @pytest.mark.parametrize("algorithm, values, message", [
     pytest.param(None, {"minthh": "3"}, "unknown parameter 'minthh' for red", id="unknown-name"),
-    pytest.param("codel", {}, "unknown algorithm 'codel'", id="unknown-algorithm"),
+    pytest.param("fq_codel", {}, "unknown algorithm 'fq_codel'", id="unknown-algorithm"),
     pytest.param(None, {"maxp": "lots"}, "cannot read 'lots'", id="not-a-number"),
     pytest.param(None, {"gentle": "maybe"}, "gentle", id="not-a-bool"),
     pytest.param(None, {"maxp": "1.5"}, "maxp must be in", id="out-of-range"),

@@ -154,7 +154,7 @@ async def test_bad_input_gets_one_clear_line(served, testbed, artifacts, tmp_pat
     one_error_line(aqmctl(served, "set", str(PORT), "maxp=1.5"), "maxp must be in (0, 1]")
     one_error_line(aqmctl(served, "set", str(PORT), "minth=20"), "minth (20.0) must be below")
     one_error_line(aqmctl(served, "set", str(PORT), "maxp"), "malformed setting")
-    one_error_line(aqmctl(served, "set", str(PORT), "codel"), "unknown algorithm 'codel'")
+    one_error_line(aqmctl(served, "set", str(PORT), "fq_codel"), "unknown algorithm 'fq_codel'")
     one_error_line(aqmctl(served, "set", str(PORT), "maxp=0.2", "maxp=0.3"), "'maxp' is given twice")
     one_error_line(aqmctl(served, "set", str(PORT), "blue", "d1=nan"), "cannot read 'nan'")
     one_error_line(aqmctl(served, "set", str(PORT), "pi", "a=1e-5", "b=1e-4"),
@@ -190,9 +190,13 @@ async def switch_aqm_params(testbed, artifacts, port: int) -> dict[str, int]:
     pytest.param("pi", ["a=0.002", "b=0.0018", "qref=10"], {"p", "q_old"}, id="pi"),
     pytest.param("rem", ["gamma=0.01", "phi=1.2", "target_backlog=5", "interval=0.01"],
                  {"p", "price", "arrivals"}, id="rem"),
+    pytest.param("codel", ["target=0.005", "interval=0.05"],
+                 {"dropping", "count", "lastcount", "sojourn_ms"}, id="codel"),
+    pytest.param("pie", ["alpha=0.5", "beta=5", "max_burst=0", "mark_ecnth=0.9"],
+                 {"p", "qdelay_old_ms", "burst_ms"}, id="pie"),
 ])
-async def test_seed_003_algorithms_through_aqmctl(served, testbed, artifacts, algorithm,
-                                                   settings, shown):
+async def test_algorithms_beyond_red_through_aqmctl(served, testbed, artifacts, algorithm,
+                                                    settings, shown):
     """Set in physical units, running on the switch, live state in show and watch."""
     result = aqmctl(served, "set", str(PORT), algorithm, *settings)
     assert result.returncode == 0, result.stderr
@@ -295,7 +299,9 @@ def invalid_commands() -> list[list[str]]:
                                           ("blue", ("d1", "freeze_time", "threshold")),
                                           ("pi", ("a", "b", "qref")),
                                           ("rem", ("gamma", "phi", "interval")),
-                                          ("aecn", ("a", "robust_minth")))
+                                          ("aecn", ("a", "robust_minth")),
+                                          ("codel", ("target", "interval", "min_backlog")),
+                                          ("pie", ("alpha", "tupdate", "mark_ecnth")))
                  for name in names for bad in BAD_NUMBERS]
     commands += [["set", port, "maxp=NaN", "maxp=0.1"], ["set", port, "maxth=-1e999", "maxth=15"],
                  ["set", port, "maxp=0.2", "maxp=0.2"], ["set", port, "maxp=0"],
@@ -303,7 +309,7 @@ def invalid_commands() -> list[list[str]]:
                  ["set", port, "wq=1"], ["set", port, "limit=0"], ["set", port, "limit=1.5"],
                  ["set", port, "minth=16"], ["set", port, "target_delay=-1"],
                  ["set", port, "target_delay=0"], ["set", port, "target_delay=0.02", "wq=0.1"],
-                 ["set", port, "blue", "target_delay=0.02"], ["set", port, "codel"],
+                 ["set", port, "blue", "target_delay=0.02"], ["set", port, "fq_codel"],
                  ["set", port, "none", "limit=5"], ["set", port, "minthh=3"], ["set", port, "=3"],
                  ["set", port, "maxp="], ["set", port, "maxp"], ["set", port, "red", "red"],
                  ["set", port, "--bogus"], ["set", port, "x" * 100_000],

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from control_plane.aqm import Codel, Pie
 from experiments import factors
 from experiments.__main__ import main, resume_command
 from experiments.base import PlanOptions
@@ -137,3 +138,11 @@ def test_the_drop_point_changes_the_program_not_the_runs():
     assert factors.drop_point(plain[0].factors) == "dequeue"
     with pytest.raises(factors.FactorError, match="'egress' is not one of dequeue, enqueue"):
         factors.parse(["drop=egress"])
+
+
+@pytest.mark.parametrize("aqm", [Codel(), Pie()], ids=["codel", "pie"])
+def test_an_aqm_that_reads_the_sojourn_cannot_drop_at_enqueue(aqm):
+    spec = replace(runs("e7")[0], aqm=aqm)
+    assert factors.apply(spec, (("drop", "dequeue"),)).aqm == aqm
+    with pytest.raises(factors.FactorError, match=f"{aqm.action} acts on each packet's sojourn"):
+        factors.apply(spec, (("drop", "enqueue"),))

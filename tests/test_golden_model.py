@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from control_plane.aqm import (ALGORITHMS, Aecn, Blue, DropTail, Ecnm, Mecn, Newque, Pi,
-                               PortConfig, Red, RedEcn, Rem)
+from control_plane.aqm import (ALGORITHMS, Aecn, Blue, Codel, DropTail, Ecnm, Mecn, Newque,
+                               Pi, Pie, PortConfig, Red, RedEcn, Rem)
 from control_plane.dataplane import ECN_LEVEL, Ecn, Outcome
 from control_plane.golden import Arrival, PortModel, xorshift32
 from modeling import arrivals, run_model
@@ -27,6 +27,9 @@ EVERY_ALGORITHM = {
     "pi": Pi(a=0.002, b=0.0019, qref=10.0, limit=30),
     "rem": Rem(gamma=0.01, phi=1.2, target_backlog=5.0, interval=0.005, limit=30),
     "aecn": Aecn(wq=0.05, minth=5.0, maxth=20.0, maxp=0.3, limit=30),
+    "codel": Codel(target=0.005, interval=0.02, limit=30),
+    "pie": Pie(target=0.005, tupdate=0.005, max_burst=0.0, alpha=2.0, beta=20.0,
+               mark_ecnth=0.5, limit=30),
 }
 
 

@@ -154,6 +154,9 @@ class Aqm:
     # a change between them keeps every shared parameter, others keep only these.
     family: ClassVar[str] = ""
     generic: ClassVar[tuple[str, ...]] = ("limit", "ecn")
+    # Acts on the packet's sojourn (deq_timedelta), so only at dequeue (not in the program
+    # built to drop at enqueue, --drop-at enqueue).
+    reads_sojourn: ClassVar[bool] = False
     limit: int = DEFAULT_LIMIT
 
     def encode(self, link: Link) -> Encoded:

@@ -28,6 +28,10 @@ Choices where the seed is silent or BMv2 differs from ns-2 (docs/algorithms/newq
 Defaults are the seed's: alpha 0.0001, beta 0.02, min_interval 0.1 s, K 0.1 s; ECN on
 (the seed's senders are ECN-capable); C = the port's service rate unless given.
 
+`rate_of = "departures"` is a reading of the seed tried as a controlled factor (E6): T is
+the time since the previous departure and l = 1, so r is the rate the queue served (never
+above C for long) instead of the rate offered to it; the default is the seed's arrivals.
+
 Telemetry: prob = P (FRAC32), state0 = r (RATE, packets/s * 2^16), state1 = l, arr_seq,
 event = the change.
 """
@@ -39,15 +43,16 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from control_plane import fixedpoint as fp
-from control_plane.algorithms.base import (U32, Aqm, Arrival, ConfigError, Decision, Encoded,
-                                           Link, TableAction, checked, ecn_mode, elapsed_since,
-                                           frac32_add, frac32_sub, number)
+from control_plane.algorithms.base import (U32, U48, Aqm, Arrival, ConfigError, Decision,
+                                           Encoded, Link, TableAction, checked, ecn_mode,
+                                           elapsed_since, frac32_add, frac32_sub, number)
 from control_plane.dataplane import Event, Region
 from control_plane.lookup import LookupTable, TableRows
 
 
 # T (USEC) * g (RATE) * RATE_USEC_TO_FRAC32 >> 32 is T g in FRAC32 (newque.p4).
 RATE_USEC_TO_FRAC32 = round((1 << 16) / 1e6 * (1 << 32))
+RATE_OF = ("arrivals", "departures")
 
 
 def rate_table(k: float) -> TableRows:
@@ -75,11 +80,15 @@ class Newque(Aqm):
     min_interval: float = 0.1
     k: float = 0.1
     capacity: float | None = None   # packets/s; None: the port's service rate
+    rate_of: str = "arrivals"       # or "departures"
     ecn: bool = True
 
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()
         mode = ecn_mode(self.ecn)
+        if self.rate_of not in RATE_OF:
+            raise ConfigError(f"rate_of must be one of {', '.join(RATE_OF)}, got "
+                              f"{str(self.rate_of)[:40]!r}")
         number(self.alpha, "alpha", 0.0, 1.0)
         number(self.beta, "beta", 0.0, 1.0)
         number(self.min_interval, "min_interval", 0.0, 3600.0)
@@ -94,7 +103,8 @@ class Newque(Aqm):
                   "beta": checked(fp.to_frac32, self.beta, "beta"),
                   "min_interval": checked(fp.to_usec, self.min_interval, "min_interval"),
                   "capacity": checked(fp.to_rate, capacity, "capacity"),
-                  "rate_shift": table.lookup.shift}
+                  "rate_shift": table.lookup.shift,
+                  "sojourn_mask": U32 if self.rate_of == "arrivals" else 0}
         return Encoded(TableAction(self.action, params), mode, limit, (table,))
 
     @classmethod
@@ -118,11 +128,11 @@ class NewqueModel:
 
     def step(self, fresh: bool, pkt: Arrival, rnd: int) -> Decision:
         p = self.p
-        arrival = pkt.arrival
+        arrival = (pkt.departure - (pkt.deq_timedelta & p["sojourn_mask"])) & U48
         if fresh:
             self.prob, self.rate, self.last_arrival, self.last_change = 0, 0, arrival, 0
             self.last_seq = (pkt.arr_seq - 1) & U32
-        arrived = (pkt.arr_seq - self.last_seq) & U32
+        arrived = (pkt.arr_seq - self.last_seq) & U32 if p["sojourn_mask"] else 1
         gap = elapsed_since(self.last_arrival, arrival)
         if self.table.covers(gap):
             gain = self.table.value(gap)

@@ -11,6 +11,7 @@
 //   SLOPE   probability/packet*2^32  bit<32>  pb = (slope * (avg - threshold)) >> 16
 //   P48     probability * 2^48       bit<64>  PI's probability (1.0 is exactly 2^48)
 //   GAIN48  probability/packet*2^48  bit<64>  PI's gains a and b
+//   PGAIN   probability/USEC * 2^48  bit<64>  PIE's alpha and beta (Hz as P48 per us)
 //   PRICE   price * 2^32             bit<64>  REM's link price
 //   RATE    packets/s * 2^16         bit<32>  NEWQUE's arrival rate and capacity
 //   USEC    microseconds             bit<32>  enq_timestamp, deq_timedelta, intervals
@@ -49,6 +50,7 @@ typedef bit<32> frac32_t;
 typedef bit<32> slope_t;
 typedef bit<64> p48_t;
 typedef bit<64> gain48_t;
+typedef bit<64> pgain_t;
 typedef bit<64> price_t;
 typedef bit<32> rate_t;
 typedef bit<32> usec_t;

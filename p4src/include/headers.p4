@@ -111,6 +111,8 @@ struct headers_t {
 #include "aqm/pi.p4"
 #include "aqm/rem.p4"
 #include "aqm/aecn.p4"
+#include "aqm/codel.p4"
+#include "aqm/pie.p4"
 
 // Per-port AQM parameters loaded by the aqm_config table: what every algorithm has, and
 // each algorithm's own (one member per algorithm file under aqm/). Headers, not structs:
@@ -123,6 +125,8 @@ struct aqm_params_t {
     pi_h         pi;
     rem_h        rem;
     aecn_h       aecn;
+    codel_h      codel;
+    pie_h        pie;
 }
 
 struct local_metadata_t {

@@ -32,6 +32,7 @@ from traffic import paced
     pytest.param(Newque(capacity=70000.0), "capacity", id="capacity-above-rate-format"),
     pytest.param(Newque(ecn="yes"), "ecn", id="ecn-not-bool"),
     pytest.param(Newque(limit=0), "limit", id="limit-zero"),
+    pytest.param(Newque(rate_of="packets"), "rate_of must be one of", id="rate-of-unknown"),
 ])
 def test_invalid_configuration_is_refused(aqm, message):
     with pytest.raises(ConfigError, match=message):
@@ -94,6 +95,21 @@ def test_packets_bmv2_dropped_count_in_the_rate():
     assert recs[-1].region == Region.A   # r >= C: the marking region
     _, served = run_model(Newque(capacity=400.0, limit=1000), arrivals([10] * 400, gap_us=5000))
     assert fp.from_rate(served[-1].state0) == pytest.approx(200.0, rel=1e-4)
+    assert served[-1].region == Region.NONE
+
+
+def test_over_departures_the_rate_is_the_served_one():
+    """rate_of = departures: T between departures and l = 1, so the packets BMv2 dropped
+    and the time a packet waited do not count: 200 packets/s served, whatever was offered
+    and however long each waited."""
+    packets = [replace(p, arr_seq=3 * p.ip_id + 1, deq_timedelta=(p.ip_id % 7) * 3000,
+                       egress_ts=p.enq_ts + 50_000)
+               for p in arrivals([10] * 400, gap_us=5000)]
+    _, offered = run_model(Newque(capacity=400.0, limit=1000), packets)
+    _, served = run_model(Newque(capacity=400.0, limit=1000, rate_of="departures"), packets)
+    assert {r.state1 for r in served} == {1}
+    assert fp.from_rate(served[-1].state0) == pytest.approx(200.0, rel=1e-4)
+    assert fp.from_rate(offered[-1].state0) > 400.0 and offered[-1].region == Region.A
     assert served[-1].region == Region.NONE
 
 
@@ -174,9 +190,11 @@ SWITCH_NEWQUE = Newque(alpha=0.05, beta=0.02, min_interval=0.05, k=0.1, limit=35
 
 @pytest.mark.p4
 @pytest.mark.root
-async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
+@pytest.mark.parametrize("rate_of", ["arrivals", "departures"])
+async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, rate_of):
     run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=SWITCH_NEWQUE, link_pps=RATE_PPS, seed=2024, telemetry_interval=0.0))
+        port=PORT, aqm=replace(SWITCH_NEWQUE, rate_of=rate_of), link_pps=RATE_PPS, seed=2024,
+        telemetry_interval=0.0))
     records = check_against_model(run)
     check_ecn_rules(records)
     regions, outcomes = tally(records)

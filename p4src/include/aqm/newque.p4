@@ -24,6 +24,9 @@
 // interpolated); then 1 - e^(-T/K) = T g(T), so a constant arrival rate is estimated
 // exactly whatever the interpolation's error. Past the last bucket (e^(-T/K) < 2^-33) the
 // table misses and the estimate restarts from 0.
+// Over departures (a reading of seed 003 tried as a controlled factor, newque.py): T is the
+// time since the previous departure and l = 1, so r is the served rate; `sojourn_mask` is 0
+// then (the time of a packet's arrival is its departure minus sojourn & mask).
 const bit<8> ALGO_NEWQUE = 3;
 // T (USEC) * g (RATE) * RATE_USEC_TO_FRAC32 >> 32 is T g in FRAC32: 2^16 / 10^6 * 2^32.
 const bit<96> RATE_USEC_TO_FRAC32 = 281474977;
@@ -34,6 +37,7 @@ header newque_h {
     usec_t   min_interval;
     rate_t   capacity;
     bit<8>   rate_shift;
+    usec_t   sojourn_mask;   // all ones: over arrivals; 0: over departures
 }
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
@@ -41,7 +45,8 @@ header newque_h {
 #define NEWQUE_ACTIONS \
     action newque(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
                   bit<32> limit, bit<2> ecn_mode, frac32_t alpha, frac32_t beta, \
-                  usec_t min_interval, rate_t capacity, bit<8> rate_shift) { \
+                  usec_t min_interval, rate_t capacity, bit<8> rate_shift, \
+                  usec_t sojourn_mask) { \
         aqm_common(ALGO_NEWQUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
         meta.aqm.newque.setValid(); \
         meta.aqm.newque.alpha = alpha; \
@@ -49,6 +54,7 @@ header newque_h {
         meta.aqm.newque.min_interval = min_interval; \
         meta.aqm.newque.capacity = capacity; \
         meta.aqm.newque.rate_shift = rate_shift; \
+        meta.aqm.newque.sojourn_mask = sojourn_mask; \
     }
 
 header newque_vars_h {
@@ -108,7 +114,8 @@ control Newque(in bit<32> index,
         last_arrival_reg.read(v.last_arrival, index);
         last_change_reg.read(v.last_change, index);
         last_seq_reg.read(v.last_seq, index);
-        v.arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
+        v.arrival = std_meta.egress_global_timestamp
+                    - (bit<48>)(std_meta.deq_timedelta & p.sojourn_mask);
     }
 
     table newque_rate {
@@ -132,6 +139,9 @@ control Newque(in bit<32> index,
         }
         rec.arr_seq = arr_seq;
         v.arrived = arr_seq - v.last_seq;
+        if (p.sojourn_mask == 0) {
+            v.arrived = 1;
+        }
         rec.state1 = v.arrived;
 
         v.gap = v.arrival - v.last_arrival;

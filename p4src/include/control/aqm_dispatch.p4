@@ -27,6 +27,8 @@ control AqmDispatch(in headers_t hdr,
     Rem() rem_aqm;
     AecnGroup() aecn_group;
     AecnDebt() aecn_debt;
+    Codel() codel_aqm;
+    Pie() pie_aqm;
 
     // The part of every algorithm's aqm_config action that is the same for all: in the
     // table's action rather than after it, where p4c would make a table of its own for it
@@ -54,6 +56,8 @@ control AqmDispatch(in headers_t hdr,
     PI_ACTIONS
     REM_ACTIONS
     AECN_ACTIONS
+    CODEL_ACTIONS
+    PIE_ACTIONS
 
     // Nothing to do: the port's AQM headers stay invalid.
     action no_aqm() {
@@ -72,6 +76,8 @@ control AqmDispatch(in headers_t hdr,
             pi;
             rem;
             aecn;
+            codel;
+            pie;
             @defaultonly no_aqm;
         }
         const default_action = no_aqm();
@@ -113,6 +119,13 @@ control AqmDispatch(in headers_t hdr,
             } else if (meta.aqm.common.algorithm == ALGO_REM) {
                 rem_aqm.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.rem, std_meta,
                               meta.arr_seq, meta.rec, meta.aqm.common.fire);
+            } else if (meta.aqm.common.algorithm == ALGO_CODEL) {
+                codel_aqm.apply(meta.port_index, meta.aqm.common.fresh,
+                                meta.aqm.common.ecn_mode, meta.aqm.codel, std_meta, meta.rec,
+                                meta.aqm.common.fire);
+            } else if (meta.aqm.common.algorithm == ALGO_PIE) {
+                pie_aqm.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.common.ecn_mode,
+                              meta.aqm.pie, std_meta, meta.rec, meta.aqm.common.fire);
             }
         }
     }

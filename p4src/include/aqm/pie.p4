@@ -1,0 +1,285 @@
+#ifndef P4AQM_PIE_P4
+#define P4AQM_PIE_P4
+
+#include "../aqm_types.p4"
+#include "../lib.p4"
+
+// PIE (RFC 8033, control_plane/algorithms/pie.py) at dequeue. current_qdelay is each
+// departing packet's sojourn (RFC 8033 5.2's timestamps), 0 when it leaves the queue empty
+// (Linux's rule: the queue is idle). Every tupdate the drop probability p moves by
+//   (alpha (cur - target) + beta (cur - qdelay_old)) >> k,   k from p's band (4.2's table)
+// with the increase capped at 0.02 once p >= 0.1 (5.5), then p *= decay when cur = old = 0
+// (idle), then qdelay_old = cur and the burst allowance shrinks by tupdate. The first packet
+// to depart at or after a boundary runs the update with the current_qdelay of the packet
+// before it (the last one dequeued when the timer would have fired). Boundaries that passed
+// without a departure found the queue empty: each is an idle update, applied at once from the
+// reference orbit of p under idle updates (tables pie_idle_from, pie_idle_to; see pie.py).
+// Each packet then (RFC's enque and drop_early): the burst allowance (max_burst at the
+// start) is refilled to max_burst when p = 0 and cur and qdelay_old are below target / 2;
+// while it lasts nothing is dropped; else no drop either when qdelay_old < target / 2 and
+// p < 0.2, or when the
+// packet found at most min_backlog packets queued; else it fires with p (rnd < p, or
+// derandomised: the accumulated p below 0.85 never, at 8.5 or more always). In an ECN mode
+// an ECN-capable packet is marked while p <= mark_ecnth and dropped above (region FORCED).
+const bit<8> ALGO_PIE = 9;
+// The auto-scaling bands (P48, rounded up: p < band is the RFC's p < 10^-k).
+const p48_t PIE_BAND_6 = 281474977;          // 1e-6
+const p48_t PIE_BAND_5 = 2814749768;         // 1e-5
+const p48_t PIE_BAND_4 = 28147497672;        // 1e-4
+const p48_t PIE_BAND_3 = 281474976711;       // 1e-3
+const p48_t PIE_BAND_2 = 2814749767107;      // 0.01
+const p48_t PIE_BAND_1 = 28147497671066;     // 0.1
+const p48_t PIE_SAFE_P = 56294995342132;     // 0.2: below it (and a low delay) no drop
+const bit<64> PIE_DERAND_LOW = 239253730204058;    // 0.85 (P48)
+const bit<64> PIE_DERAND_HIGH = 2392537302040576;  // 8.5 (P48)
+
+header pie_h {
+    pgain_t  alpha;         // P48 per USEC of delay
+    pgain_t  beta;
+    p48_t    alpha_target;  // alpha * target
+    usec_t   half_target;   // target / 2
+    usec_t   tupdate;
+    bit<32>  inv_tupdate;   // ceil(2^32 / tupdate)
+    usec_t   max_burst;
+    p48_t    mark_ecnth;
+    frac32_t decay;         // 0.98
+    p48_t    cap;           // the capped increase, or 1.0 (no cap)
+    bit<32>  min_backlog;   // PKTS
+    bit<8>   derandomize;
+}
+
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them.
+#define PIE_ACTIONS \
+    action pie(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+               bit<2> ecn_mode, pgain_t alpha, pgain_t beta, p48_t alpha_target, \
+               usec_t half_target, usec_t tupdate, bit<32> inv_tupdate, usec_t max_burst, \
+               p48_t mark_ecnth, frac32_t decay, p48_t cap, bit<32> min_backlog, \
+               bit<8> derandomize) { \
+        aqm_common(ALGO_PIE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        meta.aqm.pie.setValid(); \
+        meta.aqm.pie.alpha = alpha; \
+        meta.aqm.pie.beta = beta; \
+        meta.aqm.pie.alpha_target = alpha_target; \
+        meta.aqm.pie.half_target = half_target; \
+        meta.aqm.pie.tupdate = tupdate; \
+        meta.aqm.pie.inv_tupdate = inv_tupdate; \
+        meta.aqm.pie.max_burst = max_burst; \
+        meta.aqm.pie.mark_ecnth = mark_ecnth; \
+        meta.aqm.pie.decay = decay; \
+        meta.aqm.pie.cap = cap; \
+        meta.aqm.pie.min_backlog = min_backlog; \
+        meta.aqm.pie.derandomize = derandomize; \
+    }
+
+header pie_vars_h {
+    bit<32> missed;        // boundaries that passed without a departure
+    bit<8>  due;           // this packet runs the update
+    p48_t   prob;
+    usec_t  cur;           // this packet's current_qdelay
+    usec_t  prev;          // the packet before it's (the update's current_qdelay)
+    bit<96> up;            // alpha cur + beta cur, P48 widened
+    bit<96> down;          // alpha target + beta qdelay_old
+    bit<96> step;
+    bit<8>  shift;         // the auto-scaling band's
+    bit<64> accu;          // derandomisation: p accumulated since the last signal (P48)
+    bit<64> t;             // the idle orbit's position, steps * 2^16
+    bit<16> bucket;
+    p48_t   p32;
+}
+
+// record: deq_qdepth, prob = p (FRAC32), state0 = qdelay_old (USEC), state1 = burst allowance (USEC),
+// count = boundaries this packet closed (0, or 1 + missed), avg = the current_qdelay its
+// update used (USEC), event = EVENT_UPDATE when it ran the update, region = A while p > 0,
+// FORCED when an ECN-capable packet fires above mark_ecnth.
+control Pie(in bit<32> index,
+            in bit<1> fresh,
+            in bit<2> ecn_mode,
+            in pie_h p,
+            in standard_metadata_t std_meta,
+            inout aqm_record_h rec,
+            inout bit<1> fire) {   // 0 on entry (aqm_common_h)
+
+    IntervalClock() clock;
+    register<p48_t>(PORT_SLOTS) prob_reg;
+    register<usec_t>(PORT_SLOTS) old_reg;
+    register<usec_t>(PORT_SLOTS) prev_reg;
+    register<usec_t>(PORT_SLOTS) burst_reg;
+    register<bit<64>>(PORT_SLOTS) accu_reg;
+    pie_vars_h v;
+
+    // The idle orbit (pie.py): p between two of its points, as steps from its start.
+    action orbit_position(bit<32> steps, p48_t top, bit<64> gain) {
+        v.t = ((bit<64>)steps << 16)
+              + (bit<64>)(((bit<96>)(top - v.prob) * (bit<96>)gain) >> 32);
+    }
+
+    table pie_idle_from {
+        key = {
+            index: exact @name("port");
+            v.prob: range @name("bucket");
+        }
+        actions = { orbit_position; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = LOOKUP_ENTRIES;
+    }
+
+    action orbit_point(p48_t start, p48_t drop) {
+        v.prob = start - (p48_t)(((bit<96>)drop * (bit<96>)(v.t & 0xffff)) >> 16);
+    }
+
+    action past_orbit() {
+        v.prob = 0;
+    }
+
+    table pie_idle_to {
+        key = {
+            index: exact @name("port");
+            v.bucket: exact @name("bucket");
+        }
+        actions = { orbit_point; @defaultonly past_orbit; }
+        const default_action = past_orbit();
+        size = LOOKUP_ENTRIES;
+    }
+
+    action load() {
+        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
+        prob_reg.read(v.prob, index);
+        old_reg.read(rec.state0, index);
+        prev_reg.read(v.prev, index);
+        burst_reg.read(rec.state1, index);
+        accu_reg.read(v.accu, index);
+    }
+
+    action store() {
+        prob_reg.write(index, v.prob);
+        old_reg.write(index, rec.state0);
+        prev_reg.write(index, v.cur);
+        burst_reg.write(index, rec.state1);
+        accu_reg.write(index, v.accu);
+    }
+
+    apply {
+        v.setValid();
+        load();
+        if (fresh == 1) {
+            v.prob = 0;
+            rec.state0 = 0;
+            v.prev = 0;
+            rec.state1 = p.max_burst;
+            v.accu = 0;
+        }
+        if (rec.deq_qdepth != 0) {
+            v.cur = std_meta.deq_timedelta;
+        }
+        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.tupdate,
+                    p.inv_tupdate, v.due, v.missed);
+        if (v.due == 1) {
+            rec.avg = v.prev;
+            v.up = (bit<96>)p.alpha * (bit<96>)v.prev + (bit<96>)p.beta * (bit<96>)v.prev;
+            v.down = (bit<96>)p.alpha_target + (bit<96>)p.beta * (bit<96>)rec.state0;
+            if (v.prob < PIE_BAND_6) {
+                v.shift = 11;
+            } else if (v.prob < PIE_BAND_5) {
+                v.shift = 9;
+            } else if (v.prob < PIE_BAND_4) {
+                v.shift = 7;
+            } else if (v.prob < PIE_BAND_3) {
+                v.shift = 5;
+            } else if (v.prob < PIE_BAND_2) {
+                v.shift = 3;
+            } else if (v.prob < PIE_BAND_1) {
+                v.shift = 1;
+            }
+            if (v.up >= v.down) {
+                v.step = (v.up - v.down) >> v.shift;
+                if (v.prob >= PIE_BAND_1 && v.step > (bit<96>)p.cap) {
+                    v.step = (bit<96>)p.cap;
+                }
+                v.step = v.step + (bit<96>)v.prob;
+                if (v.step > (bit<96>)P48_ONE) {
+                    v.step = (bit<96>)P48_ONE;
+                }
+                v.prob = (p48_t)v.step;
+            } else {
+                v.step = (v.down - v.up) >> v.shift;
+                if (v.step >= (bit<96>)v.prob) {
+                    v.prob = 0;
+                } else {
+                    v.prob = v.prob - (p48_t)v.step;
+                }
+            }
+            if (v.prev == 0 && rec.state0 == 0) {
+                v.prob = (p48_t)(((bit<96>)v.prob * (bit<96>)p.decay) >> 32);
+            }
+            rec.state0 = v.prev;
+            if (rec.state1 > p.tupdate) {
+                rec.state1 = rec.state1 - p.tupdate;
+            } else {
+                rec.state1 = 0;
+            }
+            if (v.missed != 0) {
+                // Idle updates: cur = qdelay_old = 0, each taking one tupdate of allowance.
+                rec.state0 = 0;
+                if (v.prob != 0) {
+                    pie_idle_from.apply();
+                    v.t = v.t + ((bit<64>)v.missed << 16);
+                    if (v.t >= ((bit<64>)BUCKET_MAX << 16)) {
+                        v.bucket = BUCKET_MAX;
+                    } else {
+                        v.bucket = (bit<16>)(v.t >> 16);
+                    }
+                    pie_idle_to.apply();
+                }
+                v.up = (bit<96>)p.tupdate * (bit<96>)v.missed;
+                if ((bit<96>)rec.state1 > v.up) {
+                    rec.state1 = rec.state1 - (bit<32>)v.up;
+                } else {
+                    rec.state1 = 0;
+                }
+            }
+            rec.event = EVENT_UPDATE;
+            rec.count = v.missed + 1;
+        }
+
+        if (v.prob == 0 && v.cur < p.half_target && rec.state0 < p.half_target) {
+            rec.state1 = p.max_burst;
+        }
+        v.p32 = v.prob >> 16;
+        if (v.p32 > (bit<64>)FRAC32_ONE) {
+            v.p32 = (bit<64>)FRAC32_ONE;
+        }
+        rec.prob = (frac32_t)v.p32;
+        if (rec.prob != 0) {
+            rec.region = REGION_A;
+        }
+        if (rec.state1 == 0
+                && !(rec.state0 < p.half_target && v.prob < PIE_SAFE_P)
+                && (bit<32>)std_meta.enq_qdepth > p.min_backlog) {
+            if (p.derandomize == 0) {
+                if (rec.rnd < rec.prob) {
+                    fire = 1;
+                }
+            } else if (v.prob == 0) {
+                v.accu = 0;
+            } else {
+                v.accu = v.accu + v.prob;
+                if (v.accu >= PIE_DERAND_HIGH) {
+                    fire = 1;
+                } else if (v.accu >= PIE_DERAND_LOW && rec.rnd < rec.prob) {
+                    fire = 1;
+                }
+            }
+            if (fire == 1) {
+                v.accu = 0;
+                if (ecn_mode != ECN_MODE_DROP && rec.ecn_in != (bit<8>)ECN_NOT_ECT
+                        && v.prob > p.mark_ecnth) {
+                    rec.region = REGION_FORCED;
+                }
+            }
+        }
+        store();
+    }
+}
+
+#endif
