@@ -104,6 +104,20 @@ class ScriptedUniform : public UniformRandomVariable
     uint64_t calls = 0;
 };
 
+// What Python hands over: the queue disc's attributes and the trace. Times in ns.
+struct Input
+{
+    std::vector<std::string> names; // ns-3 attribute names, and their values as text
+    std::vector<std::string> values;
+    std::vector<int64_t> arrivals;
+    std::vector<uint32_t> sizes;
+    std::vector<uint32_t> ecn;
+    std::vector<int64_t> rate_from; // service rate k applies to packets starting service
+    std::vector<int64_t> service;   // at or after rate_from[k]: service[k] each
+    std::vector<double> draws;      // one per packet; empty: ns-3's stream number `stream`
+    int64_t stream = 1;
+};
+
 // What happened to each packet. Times are nanoseconds; -1: never (dropped on arrival).
 struct Run
 {
@@ -137,24 +151,15 @@ struct Run
 class Driver
 {
   public:
-    Driver(Ptr<QueueDisc> disc,
-           const std::vector<int64_t>& arrivals,
-           const std::vector<uint32_t>& sizes,
-           const std::vector<uint32_t>& ecn,
-           const std::vector<int64_t>& rate_from,
-           const std::vector<int64_t>& service)
+    Driver(Ptr<QueueDisc> disc, const Input& in)
         : m_disc(disc),
-          m_arrivals(arrivals),
-          m_sizes(sizes),
-          m_ecn(ecn),
-          m_rateFrom(rate_from),
-          m_service(service)
+          m_in(in)
     {
-        size_t n = arrivals.size();
+        size_t n = in.arrivals.size();
         run.queued.assign(n, 0);
         run.left.assign(n, -1);
         run.reason.assign(n, -1);
-        run.ecn_out.assign(ecn.begin(), ecn.end());
+        run.ecn_out.assign(in.ecn.begin(), in.ecn.end());
         m_disc->TraceConnectWithoutContext("DropBeforeEnqueue",
                                            MakeCallback(&Driver::Dropped, this));
         m_disc->TraceConnectWithoutContext("DropAfterDequeue",
@@ -162,28 +167,27 @@ class Driver
         m_disc->TraceConnectWithoutContext("Mark", MakeCallback(&Driver::Dropped, this));
     }
 
-    // Replaces the queue disc's uniform stream (RED's and PIE's m_uv) by the caller's draws,
-    // or (no draws) gives it ns-3's stream number `stream` (else the number depends on the
-    // random variables the process made before).
-    void Script(Ptr<UniformRandomVariable>& uv, const std::vector<double>& draws, int64_t stream)
+    // The queue disc's uniform stream (RED's and PIE's m_uv) replaced by the input's draws,
+    // or without them set to ns-3's stream number `stream` (else the number would depend
+    // on the random variables the process made before).
+    void Script(Ptr<UniformRandomVariable>& uv)
     {
-        if (draws.empty())
+        if (m_in.draws.empty())
         {
-            uv->SetStream(stream);
+            uv->SetStream(m_in.stream);
             return;
         }
-        m_draws = draws;
         m_scripted = CreateObject<ScriptedUniform>();
-        m_scripted->draws = &m_draws;
+        m_scripted->draws = &m_in.draws;
         m_scripted->current = &m_current;
         uv = m_scripted;
     }
 
     void Go()
     {
-        for (uint32_t i = 0; i < m_arrivals.size(); i++)
+        for (uint32_t i = 0; i < m_in.arrivals.size(); i++)
         {
-            Simulator::Schedule(NanoSeconds(m_arrivals[i]), &Driver::Arrive, this, i);
+            Simulator::Schedule(NanoSeconds(m_in.arrivals[i]), &Driver::Arrive, this, i);
         }
         Simulator::Run();
         if (m_scripted)
@@ -201,7 +205,7 @@ class Driver
     {
         m_current = i;
         run.queued[i] = m_disc->GetNPackets();
-        m_disc->Enqueue(Create<TraceItem>(m_sizes[i], i, m_ecn[i]));
+        m_disc->Enqueue(Create<TraceItem>(m_in.sizes[i], i, m_in.ecn[i]));
         if (afterArrival)
         {
             afterArrival(i);
@@ -233,11 +237,11 @@ class Driver
     {
         int64_t now = Simulator::Now().GetNanoSeconds();
         size_t k = 0;
-        while (k + 1 < m_rateFrom.size() && m_rateFrom[k + 1] <= now)
+        while (k + 1 < m_in.rate_from.size() && m_in.rate_from[k + 1] <= now)
         {
             k++;
         }
-        return m_service[k];
+        return m_in.service[k];
     }
 
     void Dropped(Ptr<const QueueDiscItem> item, const char* why)
@@ -267,118 +271,85 @@ class Driver
     }
 
     Ptr<QueueDisc> m_disc;
-    std::vector<int64_t> m_arrivals;
-    std::vector<uint32_t> m_sizes;
-    std::vector<uint32_t> m_ecn;
-    std::vector<int64_t> m_rateFrom;
-    std::vector<int64_t> m_service;
-    std::vector<double> m_draws;
+    const Input& m_in;
     Ptr<ScriptedUniform> m_scripted;
     uint32_t m_current = 0;
     bool m_busy = false;
 };
 
-// Each run starts a fresh simulation at time 0 and destroys it at the end.
-template <typename Disc>
-Ptr<Disc>
-Make(const std::vector<std::string>& names, const std::vector<std::string>& values)
+// One run in a fresh simulation from time 0: the queue disc made with the input's
+// attributes, `setup` (the disc, the driver) to hook what to record, the trace played.
+template <typename Disc, typename Setup>
+Run
+Simulate(const Input& in, Setup setup)
 {
     Simulator::Destroy();
     Ptr<Disc> disc = CreateObject<Disc>();
-    for (size_t k = 0; k < names.size(); k++)
+    for (size_t k = 0; k < in.names.size(); k++)
     {
-        disc->SetAttribute(names[k], StringValue(values[k]));
+        disc->SetAttribute(in.names[k], StringValue(in.values[k]));
     }
     disc->Initialize();
-    return disc;
-}
-
-Run
-RunRed(const std::vector<std::string>& names,
-       const std::vector<std::string>& values,
-       const std::vector<int64_t>& arrivals,
-       const std::vector<uint32_t>& sizes,
-       const std::vector<uint32_t>& ecn,
-       const std::vector<int64_t>& rate_from,
-       const std::vector<int64_t>& service,
-       const std::vector<double>& draws,
-       int64_t stream)
-{
-    Ptr<RedQueueDisc> red = Make<RedQueueDisc>(names, values);
-    Driver driver(red, arrivals, sizes, ecn, rate_from, service);
-    driver.Script(PeekPointer(red)->*get(RedQueueDisc_m_uv()), draws, stream);
-    driver.afterArrival = [&](uint32_t) {
-        RedQueueDisc& r = *PeekPointer(red);
-        driver.run.avg.push_back(r.*get(RedQueueDisc_m_qAvg()));
-        driver.run.count.push_back(r.*get(RedQueueDisc_m_count()));
-        driver.run.old.push_back(r.*get(RedQueueDisc_m_old()));
-        driver.run.max_p.push_back(r.*get(RedQueueDisc_m_curMaxP()));
-    };
+    Driver driver(disc, in);
+    setup(*PeekPointer(disc), driver);
     driver.Go();
     Simulator::Destroy();
     return driver.run;
 }
 
 Run
-RunCoDel(const std::vector<std::string>& names,
-         const std::vector<std::string>& values,
-         const std::vector<int64_t>& arrivals,
-         const std::vector<uint32_t>& sizes,
-         const std::vector<uint32_t>& ecn,
-         const std::vector<int64_t>& rate_from,
-         const std::vector<int64_t>& service)
+RunRed(const Input& in)
 {
-    Ptr<CoDelQueueDisc> codel = Make<CoDelQueueDisc>(names, values);
-    Driver driver(codel, arrivals, sizes, ecn, rate_from, service);
-    driver.afterService = [&](uint32_t id) {
-        CoDelQueueDisc& c = *PeekPointer(codel);
-        driver.run.codel_id.push_back(id);
-        driver.run.codel_count.push_back((c.*get(CoDelQueueDisc_m_count())).Get());
-        driver.run.codel_lastcount.push_back((c.*get(CoDelQueueDisc_m_lastCount())).Get());
-        driver.run.codel_dropping.push_back((c.*get(CoDelQueueDisc_m_dropping())).Get());
-        driver.run.codel_drop_next.push_back((c.*get(CoDelQueueDisc_m_dropNext())).Get());
-    };
-    driver.Go();
-    Simulator::Destroy();
-    return driver.run;
+    return Simulate<RedQueueDisc>(in, [](RedQueueDisc& red, Driver& driver) {
+        driver.Script(red.*get(RedQueueDisc_m_uv()));
+        driver.afterArrival = [&red, &driver](uint32_t) {
+            driver.run.avg.push_back(red.*get(RedQueueDisc_m_qAvg()));
+            driver.run.count.push_back(red.*get(RedQueueDisc_m_count()));
+            driver.run.old.push_back(red.*get(RedQueueDisc_m_old()));
+            driver.run.max_p.push_back(red.*get(RedQueueDisc_m_curMaxP()));
+        };
+    });
+}
+
+Run
+RunCoDel(const Input& in)
+{
+    return Simulate<CoDelQueueDisc>(in, [](CoDelQueueDisc& codel, Driver& driver) {
+        driver.afterService = [&codel, &driver](uint32_t id) {
+            driver.run.codel_id.push_back(id);
+            driver.run.codel_count.push_back((codel.*get(CoDelQueueDisc_m_count())).Get());
+            driver.run.codel_lastcount.push_back(
+                (codel.*get(CoDelQueueDisc_m_lastCount())).Get());
+            driver.run.codel_dropping.push_back((codel.*get(CoDelQueueDisc_m_dropping())).Get());
+            driver.run.codel_drop_next.push_back(
+                (codel.*get(CoDelQueueDisc_m_dropNext())).Get());
+        };
+    });
 }
 
 // PIE updates its probability every Tupdate from time 0 (the constructor schedules the
 // first update before the attributes are set, so Supdate is always 0 here); the state is
-// sampled 1 ns after each update, before any trace event (the trace is on whole us).
+// sampled 1 ns after each update, before any trace event (the trace is on whole us), until
+// until_ns, where the run stops (PIE's updates never end).
 Run
-RunPie(const std::vector<std::string>& names,
-       const std::vector<std::string>& values,
-       const std::vector<int64_t>& arrivals,
-       const std::vector<uint32_t>& sizes,
-       const std::vector<uint32_t>& ecn,
-       const std::vector<int64_t>& rate_from,
-       const std::vector<int64_t>& service,
-       const std::vector<double>& draws,
-       int64_t stream,
-       int64_t tupdate_ns,
-       int64_t until_ns)
+RunPie(const Input& in, int64_t tupdate_ns, int64_t until_ns)
 {
-    Ptr<PieQueueDisc> pie = Make<PieQueueDisc>(names, values);
-    Driver driver(pie, arrivals, sizes, ecn, rate_from, service);
-    driver.Script(PeekPointer(pie)->*get(PieQueueDisc_m_uv()), draws, stream);
-    std::function<void()> sample = [&]() {
-        PieQueueDisc& p = *PeekPointer(pie);
-        driver.run.pie_at.push_back(Simulator::Now().GetNanoSeconds() - 1);
-        driver.run.pie_prob.push_back(p.*get(PieQueueDisc_m_dropProb()));
-        driver.run.pie_qdelay.push_back((p.*get(PieQueueDisc_m_qDelay())).GetNanoSeconds());
-        driver.run.pie_burst.push_back(
-            (p.*get(PieQueueDisc_m_burstAllowance())).GetNanoSeconds());
-        driver.run.pie_burst_state.push_back(p.*get(PieQueueDisc_m_burstState()));
-    };
-    for (int64_t t = 0; t <= until_ns; t += tupdate_ns)
-    {
-        Simulator::Schedule(NanoSeconds(t + 1), sample);
-    }
-    Simulator::Stop(NanoSeconds(until_ns + 1));
-    driver.Go();
-    Simulator::Destroy();
-    return driver.run;
+    return Simulate<PieQueueDisc>(in, [=](PieQueueDisc& pie, Driver& driver) {
+        driver.Script(pie.*get(PieQueueDisc_m_uv()));
+        for (int64_t t = 0; t <= until_ns; t += tupdate_ns)
+        {
+            Simulator::Schedule(NanoSeconds(t + 1), [&pie, &driver]() {
+                driver.run.pie_at.push_back(Simulator::Now().GetNanoSeconds() - 1);
+                driver.run.pie_prob.push_back(pie.*get(PieQueueDisc_m_dropProb()));
+                driver.run.pie_qdelay.push_back(
+                    (pie.*get(PieQueueDisc_m_qDelay())).GetNanoSeconds());
+                driver.run.pie_burst.push_back(
+                    (pie.*get(PieQueueDisc_m_burstAllowance())).GetNanoSeconds());
+                driver.run.pie_burst_state.push_back(pie.*get(PieQueueDisc_m_burstState()));
+            });
+        }
+        Simulator::Stop(NanoSeconds(until_ns + 1));
+    });
 }
 
 } // namespace p4aqm_ns3

@@ -234,26 +234,23 @@ class PieRun:
     draws_used: int
 
 
-def _inputs(trace: Trace, attributes: dict[str, str]):
-    import cppyy
-    vec = cppyy.gbl.std.vector
-    names = vec[cppyy.gbl.std.string](list(attributes))
-    values = vec[cppyy.gbl.std.string]([str(v) for v in attributes.values()])
-    return (names, values,
-            vec["int64_t"]([t * 1000 for t in trace.arrivals_us]),
-            vec["uint32_t"](trace.sizes), vec["uint32_t"](trace.ecn),
-            vec["int64_t"]([start * 1000 for start, _ in trace.rates]),
-            vec["int64_t"]([trace.service_ns(pps) for _, pps in trace.rates]))
-
-
-def _draws(draws) -> object:
-    import cppyy
-    return cppyy.gbl.std.vector["double"]([] if draws is None else list(draws))
-
-
-def _check_draws(trace: Trace, draws) -> None:
+def _input(trace: Trace, attributes: dict[str, str], draws=None, stream: int = 1):
+    """The driver's Input: attributes, the trace in nanoseconds, the draws (checked)."""
     if draws is not None and len(draws) != len(trace):
         raise ValueError(f"draws: one per packet, {len(trace)}, got {len(draws)}")
+    import cppyy
+    vec = cppyy.gbl.std.vector
+    inp = load().Input()
+    inp.names = vec[cppyy.gbl.std.string](list(attributes))
+    inp.values = vec[cppyy.gbl.std.string]([str(v) for v in attributes.values()])
+    inp.arrivals = vec["int64_t"]([t * 1000 for t in trace.arrivals_us])
+    inp.sizes = vec["uint32_t"](trace.sizes)
+    inp.ecn = vec["uint32_t"](trace.ecn)
+    inp.rate_from = vec["int64_t"]([start * 1000 for start, _ in trace.rates])
+    inp.service = vec["int64_t"]([trace.service_ns(pps) for _, pps in trace.rates])
+    inp.draws = vec["double"](list(draws or ()))
+    inp.stream = stream
+    return inp
 
 
 def _packets(run) -> list[Packet]:
@@ -281,7 +278,6 @@ def run_red(trace: Trace, *, minth: float, maxth: float, maxp: float, wq: float,
     draws for that packet (in DropEarly) - e.g. the golden model's rnd / 2^32; without
     them RED draws from ns-3's stream number `stream` (run 1 of seed 1).
     """
-    _check_draws(trace, draws)
     pps = trace.rates[0][1] if link_pps is None else link_pps
     attrs = {"MinTh": repr(float(minth)), "MaxTh": repr(float(maxth)),
              "LInterm": repr(1.0 / maxp), "QW": repr(float(wq)), "Gentle": _flag(gentle),
@@ -289,7 +285,7 @@ def run_red(trace: Trace, *, minth: float, maxth: float, maxp: float, wq: float,
              "MeanPktSize": str(mean_pkt_size),
              "LinkBandwidth": f"{round(pps * 8 * mean_pkt_size)}bps",
              **(attributes or {})}
-    run = load().RunRed(*_inputs(trace, attrs), _draws(draws), stream)
+    run = load().RunRed(_input(trace, attrs, draws, stream))
     return RedRun(_packets(run), list(run.avg), list(run.count), list(run.old),
                   list(run.max_p), int(run.draws_used))
 
@@ -313,7 +309,7 @@ def run_codel(trace: Trace, *, target: float = 0.005, interval: float = 0.1,
              "UseEcn": _flag(ecn), "MaxSize": UNLIMITED,
              **({} if min_bytes is None else {"MinBytes": str(min_bytes)}),
              **(attributes or {})}
-    run = load().RunCoDel(*_inputs(trace, attrs))
+    run = load().RunCoDel(_input(trace, attrs))
     states = [CodelState(i, run.left[i] / 1000, c, lc, bool(d), dn * 1.024)
               for i, c, lc, d, dn in zip(run.codel_id, run.codel_count, run.codel_lastcount,
                                          run.codel_dropping, run.codel_drop_next)]
@@ -350,10 +346,9 @@ def run_pie(trace: Trace, *, target: float = 0.015, tupdate: float = 0.015,
              "UseCapDropAdjustment": _flag(cap_drop_adjustment),
              "UseDequeueRateEstimator": _flag(dq_rate_estimator), "MaxSize": limit,
              **(attributes or {})}
-    _check_draws(trace, draws)
     end = (trace.arrivals_us[-1] / 1e6 + 1.0) if until is None else until
     tupdate_ns = round(tupdate * 1e9)
-    run = load().RunPie(*_inputs(trace, attrs), _draws(draws), stream, tupdate_ns,
+    run = load().RunPie(_input(trace, attrs, draws, stream), tupdate_ns,
                         math.floor(end * 1e9 / tupdate_ns) * tupdate_ns)
     updates = [PieUpdate(at / 1000, p, q / 1000, b / 1000, s)
                for at, p, q, b, s in zip(run.pie_at, run.pie_prob, run.pie_qdelay,
