@@ -401,16 +401,23 @@ def ared_with_ns3s_interval(times_us, avgs, maxp: float, interval_us: int) -> li
     return out
 
 
-def test_ared_steps_are_ns3s_given_its_interval_rule(ns3):
+# (load, service rate factor at the step): above the band then below it, within [0.01,
+# 0.5]; below the band until ns-3 leaves [0.01, 0.5], then above it.
+ARED_LOADS = {"rises-then-falls": (1.2, 1.6), "falls-to-the-floor": (0.9, 0.75)}
+
+
+@pytest.mark.parametrize("profile", list(ARED_LOADS))
+def test_ared_steps_are_ns3s_given_its_interval_rule(ns3, profile):
     """ns-3's adaptive RED (AdaptMaxP, Interval 0.5 s, Alpha 0.01, Beta 0.9, Top 0.5,
-    Bottom 0.01) on a load that falls below the target band, then rises above it (a rate
-    step): given ns-3's averages, our ARED step (control_plane/adaptation.py) applied when
-    ns-3 applies its own - at the first arrival more than 0.5 s after the last change -
-    gives ns-3's max_p after every packet, until ns-3 leaves [0.01, 0.5] (it has no bounds
-    on the result; ours is kept in them), where ours is ns-3's clamped. Our controller's
-    other rule - a step every 0.5 s, changed or not - is the difference named here: it
-    takes steps ns-3 does not."""
-    trace = rate_step(30_000, PPS, seed=6, load=0.9, factor=0.75)
+    Bottom 0.01) on a load that crosses the target band both ways (a rate step): given
+    ns-3's averages, our ARED step (control_plane/adaptation.py) applied when ns-3 applies
+    its own - at the first arrival more than 0.5 s after the last change - gives ns-3's
+    max_p after every packet, until ns-3 leaves [0.01, 0.5] (it has no bounds on the
+    result; ours is kept in them), where ours is ns-3's clamped. Our controller's other
+    rule - a step every 0.5 s, changed or not - is the difference named here: it takes
+    steps ns-3 does not."""
+    load, factor = ARED_LOADS[profile]
+    trace = rate_step(24_000, PPS, seed=6, load=load, factor=factor)
     run = ns3.run_red(trace, **ARED, wait=True, ecn=False,
                       attributes={"AdaptMaxP": "true", "Interval": "500ms", "Alpha": "0.01",
                                   "Beta": "0.9", "Top": "0.5", "Bottom": "0.01"})
@@ -420,11 +427,12 @@ def test_ared_steps_are_ns3s_given_its_interval_rule(ns3):
     changes = [k for k in range(1, len(ours)) if run.max_p[k] != run.max_p[k - 1]]
     assert sum(run.max_p[k] > run.max_p[k - 1] for k in changes) > 0
     assert sum(run.max_p[k] < run.max_p[k - 1] for k in changes) > 0
-    for k, (mine, theirs) in enumerate(zip(ours, run.max_p)):
-        if not 0.01 <= theirs <= 0.5:
-            assert mine == pytest.approx(min(0.5, max(0.01, theirs)), rel=1e-12), k
-            break
-        assert mine == pytest.approx(theirs, rel=1e-12), k
+    out = next((k for k, p in enumerate(run.max_p) if not 0.01 <= p <= 0.5), len(ours))
+    assert (out < len(ours)) == (profile == "falls-to-the-floor")
+    for k in range(out):
+        assert ours[k] == pytest.approx(run.max_p[k], rel=1e-12), k
+    if out < len(ours):
+        assert ours[out] == pytest.approx(min(0.5, max(0.01, run.max_p[out])), rel=1e-12)
     # Every 0.5 s whatever happened: a different sequence of steps.
     timer, maxp, tick, k = [], ARED["maxp"], 500_000, 0
     while tick <= trace.arrivals_us[-1]:
