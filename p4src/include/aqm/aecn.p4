@@ -48,7 +48,7 @@ header aecn_h {
                 frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t robust_minth, \
                 qpkt_t maxth, slope_t slope_robust, slope_t slope_average, \
                 slope_t slope_fragile, usec_t robust_from, usec_t average_from, \
-                usec_t fragile_from, bit<8> rtt_source, bit<1> wait) { \
+                usec_t fragile_from, bit<8> rtt_source, bit<8> wait) { \
         aqm_common(ALGO_AECN, ECN_MODE_MARK, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0, wait); \

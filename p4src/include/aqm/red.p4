@@ -18,7 +18,7 @@ const bit<8> ALGO_RED = 2;
 #define RED_ACTIONS \
     action red_ramp(frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
                     qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, \
-                    bit<1> wait) { \
+                    bit<8> wait) { \
         meta.aqm.red.setValid(); \
         meta.aqm.red.wq = wq; \
         meta.aqm.red.idle_shift = idle_shift; \
@@ -28,23 +28,23 @@ const bit<8> ALGO_RED = 2;
         meta.aqm.red.slope_a = slope; \
         meta.aqm.red.base_b = maxp; \
         meta.aqm.red.slope_b = gentle_slope; \
-        meta.aqm.red.wait = (bit<8>)wait; \
+        meta.aqm.red.wait = wait; \
     } \
     action red(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<1> wait) { \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
         aqm_common(ALGO_RED, ECN_MODE_DROP, limit, epoch_id, prng_seed, use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
     } \
     action red_ecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<1> wait) { \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
         aqm_common(ALGO_RED, ECN_MODE_MARK, limit, epoch_id, prng_seed, use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
     } \
     action ecnm(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<1> wait) { \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
         aqm_common(ALGO_RED, ECN_MODE_MARK_ALWAYS, limit, epoch_id, prng_seed, use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
     }
