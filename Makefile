@@ -14,8 +14,9 @@ PYTHON_PKG := $(if $(filter /usr/bin/python3%,$(PYTHON)),$(notdir $(PYTHON)),pyt
 PYTHON_OK = $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
   echo "p4aqm needs Python 3.11+; $(PYTHON) is $$($(PYTHON) --version 2>&1). On Ubuntu 22.04: make setup PYTHON=/usr/bin/python3.11 (installs python3.11 from Ubuntu's packages)" >&2; exit 1; }
 
-# Debian packages the project needs at run time (the P4 toolchain is separate: docs/install.md).
-APT_PACKAGES := $(PYTHON_PKG) $(PYTHON_PKG)-venv $(PYTHON_PKG)-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay valgrind
+# Debian packages the project needs at run time (the P4 toolchain is separate: docs/install.md);
+# g++ brings the C++ standard library headers cppyy compiles the ns-3 test driver with.
+APT_PACKAGES := $(PYTHON_PKG) $(PYTHON_PKG)-venv $(PYTHON_PKG)-dev python3-thrift iproute2 ethtool iputils-ping mininet iperf3 tcpdump tcpreplay valgrind g++
 
 # P4LANG=1 (see setup) fetches p4lang's repository key with curl and gpg.
 ifneq ($(filter-out 0 1,$(P4LANG)),)

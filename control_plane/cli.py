@@ -248,6 +248,7 @@ def set_help() -> str:
              "probabilities, seconds, packets/s).", "", "\b",
              "aqmctl set 2 red_ecn minth=5 maxth=15 maxp=0.1 wq=0.002",
              "aqmctl set 2 maxp=0.2                  (keeps the algorithm)",
+             "aqmctl set 2 wait=1                    (RED family: ns-2's wait between marks)",
              "aqmctl set 2 mecn target_delay=0.02    (automatic: thresholds, wq from the link rate)",
              "aqmctl set 2 newque alpha=0.0001 beta=0.02 min_interval=0.1",
              "aqmctl set 2 blue d1=0.025 d2=0.0025 freeze_time=0.1",

@@ -181,6 +181,8 @@ FACTORS: dict[str, Factor] = {
     "packet": Factor("bytes per packet (the hosts' MTU), at the same packets/s",
                      _number(100, 1500, int), _packet),
     "gentle": Factor("RED's gentle region, 0 or 1", _flag, lambda v: _aqm_field("gentle", v)),
+    "wait": Factor("the RED family's wait between marks (ns-2's wait_, the seeds' simulator), "
+                   "0 or 1", _flag, lambda v: _aqm_field("wait", v)),
     "wq": Factor("the AQM's EWMA weight", _number(1e-6, 1), lambda v: _aqm_field("wq", v)),
     "maxp": Factor("RED's maxp", _number(1e-6, 1), lambda v: _aqm_field("maxp", v)),
     "p2max": Factor("MECN's P2max", _number(0, 1), lambda v: _aqm_field("p2max", v)),

@@ -169,6 +169,30 @@ def tally(records: list[TelemetryRecord]) -> tuple[Counter, Counter]:
     return Counter(r.region for r in records), Counter(r.outcome for r in records)
 
 
+def check_wait_branches(records: list[TelemetryRecord], at_two: bool = True) -> Counter:
+    """A run with ns-2's wait (the RED family) reached the branches of the rule: packets in
+    the ramp with count pb < 1 (held back), between 1 and 2 (pb / (2 - count pb): some
+    fired, some not), and (at_two) 2 or more (fired). count pb passes 2 only when pb grows
+    faster than the count's spacing closes: MECN's count crossing from the moderate ramp
+    (near 0 at midth) to the incipient one (near p1max) does it on every pattern; RED's
+    continuous ramp in a few per cent of runs (its model test makes one)."""
+    seen = Counter()
+    for r in records:
+        if r.region in (Region.A, Region.B):
+            spent = r.count * r.prob
+            fired = Outcome(r.outcome) not in (Outcome.PASS, Outcome.OVERFLOW_DROP)
+            if spent < 2**32:
+                seen["held"] += 1
+            elif spent < 2**33:
+                seen["between, fired" if fired else "between, passed"] += 1
+            else:
+                seen["at 2"] += 1
+                assert fired, r.describe()
+    want = {"held", "between, fired", "between, passed"} | ({"at 2"} if at_two else set())
+    assert want <= set(seen), seen
+    return seen
+
+
 def check_marks_follow_probability(records: list[TelemetryRecord],
                                    live: Callable[[TelemetryRecord], bool] | None = None) -> int:
     """Unseeded runs of the algorithms that mark with a plain probability p (NEWQUE, BLUE,

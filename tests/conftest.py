@@ -84,6 +84,18 @@ async def switch(testbed, artifacts):
         yield sw
 
 
+@pytest.fixture(scope="session")
+def ns3():
+    """ns-3's queue discs driven by packet traces (tests/ns3_oracle.py), loaded once per
+    session; skips, saying why, where the ns3 wheel or a C++ compiler is missing."""
+    import ns3_oracle
+    try:
+        ns3_oracle.load()
+    except ns3_oracle.Ns3Unavailable as err:
+        pytest.skip(str(err))
+    return ns3_oracle
+
+
 @pytest.fixture
 def can_start_switch():
     """What a test that starts its own switch (as a user would) needs."""

@@ -49,6 +49,12 @@ def test_change_keeps_shared_parameters_and_types_values():
     assert change(new, None, {"telemetry_interval": "off"}).telemetry_interval is None
     mecn = change(base, "mecn", {"midth": "8"})
     assert (mecn.aqm.minth, mecn.aqm.midth, mecn.aqm.maxth) == (4, 8, 12)
+    # ns-2's wait, as `aqmctl set PORT wait=1` gives it, carries across the RED family.
+    waiting = change(new, None, {"wait": "1"})
+    assert waiting.aqm == RedEcn(minth=4, maxth=12, maxp=0.2, gentle=True, limit=30, wait=True)
+    assert waiting.encode().aqm.params["wait"] == 1
+    assert change(waiting, "mecn").aqm.wait and change(waiting, "aecn").aqm.wait
+    assert not hasattr(change(waiting, "pi").aqm, "wait")
 
 
 def test_change_to_the_new_algorithms_in_physical_units():

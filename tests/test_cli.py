@@ -138,6 +138,9 @@ def test_set_show_watch(served, testbed):
 
     result = aqmctl(served, "set", str(PORT), "maxth=14")    # keeps the algorithm
     assert result.returncode == 0 and "port 2: mecn" in result.stdout
+    result = aqmctl(served, "set", str(PORT), "wait=1")      # ns-2's rule, on the switch
+    assert result.returncode == 0, result.stderr
+    assert "wait=True" in aqmctl(served, "show", str(PORT)).stdout
 
     watch = aqmctl(served, "watch", "--once", "--period", "0.5")
     assert watch.returncode == 0, watch.stderr

@@ -36,6 +36,9 @@ def test_the_readme_defaults(write):
     assert (ctl.queues.thrift_ip, ctl.queues.thrift_port, ctl.queues.enter_netns) == \
         ("127.0.0.1", 9090, ())
     assert ctl.ports[2].queue() == (100, 64)
+    waiting = load_controller(write(BASE.replace(
+        "link_pps = 100\n", 'link_pps = 100\nalgorithm = "red_ecn"\nwait = true\n')))
+    assert waiting.ports[2].config.aqm.wait
 
 
 def test_l2_entries_queues_and_ports_without_aqm(write):

@@ -78,6 +78,24 @@ def test_a_bad_factor_is_refused_before_anything_runs(texts, message):
         factors.parse(texts)
 
 
+def test_wait_is_the_red_family_s_and_refused_elsewhere():
+    """The claims whose RED marking rate matters, with ns-2's rule: E1's RED rows, E3's
+    ARED side, E7's RED and ECN rows."""
+    for name, only, kinds in (("e1", "*-red*", {"Red", "RedEcn"}), ("e3", "ared-*", {"RedEcn"}),
+                              ("e7", "[re][ec][dn]-*", {"Red", "RedEcn"})):
+        plain = {s.label: s for s in runs(name, only=only)}
+        changed = runs(name, "wait=1", only=only)
+        assert {type(s.aqm).__name__ for s in changed} == kinds
+        for spec in changed:
+            assert spec.aqm.wait and not plain[spec.label].aqm.wait
+            assert replace(spec.aqm, wait=False) == plain[spec.label].aqm
+    assert not any(s.aqm.wait for s in runs("e1", "wait=0", only="*-red*"))
+    with pytest.raises(factors.FactorError, match=r"wait=1: reno-droptail: DropTail has no wait"):
+        runs("e1", "wait=1")
+    with pytest.raises(factors.FactorError, match="'yes' is not 0 or 1"):
+        factors.parse(["wait=yes"])
+
+
 def test_a_factor_the_run_lacks_is_an_error_naming_it():
     with pytest.raises(factors.FactorError, match=r"gentle=1: pi-50f-300b: Pi has no gentle"):
         runs("e6", "gentle=1", only="pi-*")

@@ -25,6 +25,9 @@ probability per RTT group, and marks applied to the front.
   text gives no rule (its refinement section is not in the seed): `robust_minth` (default
   minth) and `maxth` are parameters the operator or an experiment sets; nothing adapts
   them automatically.
+- wait: ns-2's wait between a group's decisions (red.py), per group count, as RED's.
+  Seed 002 simulated AECN in ns-2, whose RED waits by default; AECN's decision is RED's
+  marker, so the rule applies as it does to RED (off by default, as RED's).
 Defaults: minth 10, maxth 30 (the seed's ch. 5), maxp 0.1 (RED's; the seed sweeps 0.1 to
 0.8), wq 0.002; ECN always (AECN is an ECN algorithm).
 
@@ -110,9 +113,10 @@ class Aecn(Aqm):
     fragile_from: float = 0.150
     rtt_source: str = "measured_or_table"
     groups: str = ""
+    wait: bool = False
 
     def encode(self, link: Link) -> Encoded:
-        params, decay_table = common_red(self, self.wq, link)
+        params, decay_table = common_red(self, self.wq, self.wait, link)
         robust_minth = self.minth if self.robust_minth is None else self.robust_minth
         minth = checked(fp.to_qpkt, self.minth, "minth")
         low = checked(fp.to_qpkt, robust_minth, "robust_minth")
@@ -197,7 +201,7 @@ class AecnModel:
         group, measured = self.classify(pkt)
         slope_a = (p["slope_robust"], p["slope_average"], p["slope_fragile"])[group]
         ramp = Ramp(t0=p["robust_minth"] if group == ROBUST else p["minth"], t1=p["maxth"],
-                    t2=p["maxth"], slope_a=slope_a, base_b=0, slope_b=0)
+                    t2=p["maxth"], slope_a=slope_a, base_b=0, slope_b=0, wait=p["wait"] == 1)
         avg = self.average.update(fresh, pkt)
         region, pb, count, decided = self.marker.step(fresh, ramp, avg, rnd, group)
 

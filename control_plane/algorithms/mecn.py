@@ -3,6 +3,10 @@
 Incipient marks (ECT(1)) with p1 = p1max (avg - minth) / (midth - minth) in
 [minth, midth); moderate marks (CE) with p2 = p2max (avg - midth) / (maxth - midth) in
 [midth, maxth); drop at avg >= maxth. Telemetry as for RED (red.py).
+
+wait (ns-2's wait between marks, red.py) applies in both regions: they share one count,
+as a RED-derived ns-2 queue would keep it, so after a mark of either level the next waits
+until count * p >= 1 with the p of the region the packet finds.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ class Mecn(Aqm):
     maxth: float = 15.0
     p1max: float = 0.1
     p2max: float = 0.1
+    wait: bool = False
 
     def encode(self, link: Link) -> Encoded:
-        params, decay = common_red(self, self.wq, link)
+        params, decay = common_red(self, self.wq, self.wait, link)
         minth = checked(fp.to_qpkt, self.minth, "minth")
         midth = checked(fp.to_qpkt, self.midth, "midth")
         maxth = checked(fp.to_qpkt, self.maxth, "maxth")
@@ -49,7 +54,7 @@ class Mecn(Aqm):
     def model(cls, encoded: Encoded) -> RedModel:
         p = encoded.action.params
         ramp = Ramp(t0=p["minth"], t1=p["midth"], t2=p["maxth"], slope_a=p["slope1"],
-                    base_b=0, slope_b=p["slope2"])
+                    base_b=0, slope_b=p["slope2"], wait=p["wait"] == 1)
         return RedModel(encoded, ramp, Ecn.ECT1, Ecn.CE)
 
     describe = Red.describe

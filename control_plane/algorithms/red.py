@@ -4,6 +4,19 @@ All are one ramp of the marking probability over RED's average queue; the action
 the ECN mode. MECN (mecn.py) runs the same control with two codepoints, so the model and
 the helpers here (average, idle decay, ramp, uniformised firing) serve it too.
 
+`wait` (every RED-family algorithm: RED, gentle RED, RED+ECN, ECNM, MECN, AECN) is ns-2's
+`wait_`: between marks, nothing fires while count * pb < 1, then pa = pb / (2 - count pb),
+and count * pb >= 2 fires (ns-2's queue/red.cc, modify_p; ns-3's RedQueueDisc `Wait`).
+Marks are then spaced uniformly in [1/pb + 1, 2/pb] packets instead of [1, 1/pb], about a
+third as many at the same average (2 pb / (3 + pb) instead of 2 pb / (1 + pb)). The
+default is off, Floyd & Jacobson's rule: the algorithm as its paper and Linux's red.h
+define it, and the rule every result so far was measured with. ns-2, the seeds'
+simulator, has `wait_ true` in its ns-default.tcl (as ns-3's `Wait` defaults to true): a
+reproduction of a seed's run that used ns-2's defaults sets wait = true (`--factor
+wait=1`). count here is the packets since the last mark before this one (Floyd &
+Jacobson's analysis); ns-2 counts the arriving packet too (one more), and
+tests/test_ns3_red.py shows what that and ns-2's other count rules change.
+
 Telemetry: avg = average after this packet (QPKT), prob = pb in force (FRAC32), count =
 unmarked packets since the last mark, before this one.
 """
@@ -47,15 +60,18 @@ def idle_decay(wq: float, link: Link) -> TableRows:
     return TableRows("idle_decay", "decay", ("start_factor", "drop_across"), lookup)
 
 
-def common_red(aqm: "Aqm", wq: float, link: Link) -> tuple[dict[str, int], TableRows]:
-    """limit, wq and the idle-decay table every RED-family action has."""
+def common_red(aqm: "Aqm", wq: float, wait: bool,
+               link: Link) -> tuple[dict[str, int], TableRows]:
+    """limit, wq, wait and the idle-decay table every RED-family action has."""
     limit = aqm._limit()
+    flag(wait, "wait")
     number(wq, "wq", 0.0, 1.0, low_open=True, high_open=True)
     raw = checked(fp.to_frac32, wq, "wq")
     if raw == 0:
         raise ConfigError(f"wq {wq} is below the data plane's resolution 2^-32")
     decay = idle_decay(wq, link)
-    return {"limit": limit, "wq": raw, "idle_shift": decay.lookup.shift}, decay
+    return {"limit": limit, "wq": raw, "idle_shift": decay.lookup.shift,
+            "wait": int(wait)}, decay
 
 
 def slope(pmax: float, low: float, high: float, name: str) -> int:
@@ -70,7 +86,7 @@ class Red(Aqm):
     """RED (Floyd & Jacobson 1993): drop with pb = maxp (avg - minth) / (maxth - minth).
 
     gentle: between maxth and 2 maxth the probability rises from maxp to 1 instead of
-    jumping to 1 at maxth.
+    jumping to 1 at maxth. wait: ns-2's wait between marks (module docstring).
     """
 
     action: ClassVar[str] = "red"
@@ -81,9 +97,10 @@ class Red(Aqm):
     maxth: float = 15.0
     maxp: float = 0.1
     gentle: bool = False
+    wait: bool = False
 
     def encode(self, link: Link) -> Encoded:
-        params, decay = common_red(self, self.wq, link)
+        params, decay = common_red(self, self.wq, self.wait, link)
         minth = checked(fp.to_qpkt, self.minth, "minth")
         maxth = checked(fp.to_qpkt, self.maxth, "maxth")
         if minth >= maxth:
@@ -103,7 +120,7 @@ class Red(Aqm):
     def model(cls, encoded: Encoded) -> "RedModel":
         p = encoded.action.params
         ramp = Ramp(t0=p["minth"], t1=p["maxth"], t2=p["hardth"], slope_a=p["slope"],
-                    base_b=p["maxp"], slope_b=p["gentle_slope"])
+                    base_b=p["maxp"], slope_b=p["gentle_slope"], wait=p["wait"] == 1)
         return RedModel(encoded, ramp, Ecn.CE, Ecn.CE)
 
     @staticmethod
@@ -144,15 +161,17 @@ def decay(avg: int, idle_us: int, table: LookupTable) -> int:
     return (avg * table.value(idle_us)) >> 32
 
 
-def fires(count: int, pb: int, rnd: int) -> bool:
-    """marker.p4: true with probability pb / (1 - count pb) (FRAC32 pb and rnd)."""
-    spent = count * pb
-    return spent >= TWO32 or rnd * (TWO32 - spent) < (pb << 32)
+def fires(count: int, pb: int, rnd: int, wait: bool = False) -> bool:
+    """marker.p4: true with probability pb / (1 - count pb); with wait, 0 while
+    count pb < 1, then pb / (2 - count pb) (FRAC32 pb and rnd)."""
+    spent = count * pb + (0 if wait else TWO32)
+    return spent >= 2 * TWO32 or (spent >= TWO32 and rnd * (2 * TWO32 - spent) < (pb << 32))
 
 
 @dataclass(frozen=True)
 class Ramp:
-    """marker.p4's ramp_t: region A [t0, t1), region B [t1, t2), forced above."""
+    """marker.p4's ramp: region A [t0, t1), region B [t1, t2), forced above; wait: ns-2's
+    wait between marks."""
 
     t0: int
     t1: int
@@ -160,6 +179,7 @@ class Ramp:
     slope_a: int
     base_b: int
     slope_b: int
+    wait: bool = False
 
     def probability(self, avg: int) -> tuple[Region, int]:
         """The region of avg and the base probability pb there (FRAC32)."""
@@ -209,7 +229,7 @@ class MarkerModel:
         region, pb = ramp.probability(avg)
         fire = False
         if region in (Region.A, Region.B):
-            fire = fires(count, pb, rnd)
+            fire = fires(count, pb, rnd, ramp.wait)
             self.counts[group] = 0 if fire else min(count + 1, U32)
         else:
             self.counts[group] = 0

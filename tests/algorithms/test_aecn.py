@@ -226,12 +226,14 @@ async def check_group_counters(switch, port: int, records) -> None:
 
 @pytest.mark.p4
 @pytest.mark.root
-async def test_switch_equals_golden_model_with_the_table(switch, testbed):
+@pytest.mark.parametrize("wait", [False, True], ids=["fj", "wait"])
+async def test_switch_equals_golden_model_with_the_table(switch, testbed, wait):
     """Groups from the classification table: marks owed and paid per group, Not-ECT drops,
-    forced drops; every record, frame and counter equals the model's."""
+    forced drops; every record, frame and counter equals the model's; with Floyd &
+    Jacobson's spacing and with ns-2's wait (per group count)."""
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=Aecn(wq=0.05, minth=5.0, maxth=30.0, maxp=0.3, limit=35,
-                            rtt_source="table", groups=GROUP_RULES),
+                            rtt_source="table", groups=GROUP_RULES, wait=wait),
         link_pps=RATE_PPS, seed=99, telemetry_interval=0.0), make_frame=by_group)
     records = check_against_model(run)
     check_ecn_rules(records)

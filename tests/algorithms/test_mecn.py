@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import PORT, RATE_PPS, check_against_model, check_ecn_rules, run_pattern, tally
+from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
+                         check_wait_branches, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.aqm import ConfigError, Mecn, PortConfig
@@ -65,16 +66,29 @@ def test_a_mark_never_lowers_the_level(aqm, ecn, want):
     assert all(r.ecn_out == ecn for r in recs if r.outcome == Outcome.PASS)
 
 
+def test_wait_is_encoded_for_both_regions():
+    encoded = Mecn(wait=True).encode(Link(1000.0))
+    assert encoded.action.params["wait"] == 1 and Mecn.model(encoded).ramp.wait
+    assert not Mecn.model(Mecn().encode(Link(1000.0))).ramp.wait
+
+
 @pytest.mark.p4
 @pytest.mark.root
-async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
-    aqm = Mecn(minth=5, midth=10, maxth=15, p1max=0.3, p2max=0.5, wq=0.1, limit=35)
+@pytest.mark.parametrize("wait", [False, True], ids=["fj", "wait"])
+async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, wait):
+    """Both levels, with Floyd & Jacobson's spacing and with ns-2's wait (one count for
+    both regions: every branch of the wait rule is reached)."""
+    aqm = Mecn(minth=5, midth=10, maxth=15, p1max=0.3, p2max=0.5, wq=0.1, limit=35, wait=wait)
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=aqm, link_pps=RATE_PPS, seed=2024, telemetry_interval=0.0))
     records = check_against_model(run)
     check_ecn_rules(records)
     regions, outcomes = tally(records)
     assert {Region.NONE, Region.A, Region.B, Region.FORCED} <= set(regions), regions
-    assert {Outcome.PASS, Outcome.MARK, Outcome.PROB_DROP, Outcome.FORCED_DROP} <= set(outcomes)
+    # With wait a third of the decisions: a Not-ECT packet's (a drop) may not come.
+    assert {Outcome.PASS, Outcome.MARK, Outcome.FORCED_DROP} <= set(outcomes), outcomes
+    assert wait or Outcome.PROB_DROP in outcomes, outcomes
     levels = {(Ecn(r.ecn_in), Ecn(r.ecn_out)) for r in records if r.outcome == Outcome.MARK}
     assert {(Ecn.ECT0, Ecn.ECT1), (Ecn.ECT0, Ecn.CE)} <= levels, levels
+    if wait:
+        check_wait_branches(records)

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules, run_pattern,
-                         tally)
+from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
+                         check_wait_branches, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.red import Ramp, decay, ewma, fires, idle_decay
@@ -43,6 +43,7 @@ RED_ARGS = dict(minth=5, maxth=15, maxp=0.3, wq=WQ, limit=LIMIT)
     pytest.param(RedEcn(maxth=math.nan), "maxth", id="maxth-nan"),
     pytest.param(Red(minth=0.1, maxth=0.5, maxp=0.1, gentle=True), "gentle", id="gentle-steep"),
     pytest.param(Ecnm(gentle="yes"), "gentle", id="gentle-not-bool"),
+    pytest.param(Red(wait=1), "wait must be true or false", id="wait-not-bool"),
 ])
 def test_invalid_configuration_is_refused(aqm, message):
     with pytest.raises(ConfigError, match=message):
@@ -60,6 +61,9 @@ def test_red_encoding_matches_formulas():
     assert p["wq"] == round(0.002 * 2**32) and p["limit"] == 20
     assert p["idle_shift"] == encoded.tables[0].lookup.shift
     assert encoded.tables[0].table == "idle_decay"
+    assert p["wait"] == 0 and not Red.model(encoded).ramp.wait
+    waiting = Red(wait=True).encode(Link(1000.0))
+    assert waiting.action.params["wait"] == 1 and Red.model(waiting).ramp.wait
 
 
 def test_gentle_red_ramps_from_maxp_to_one_over_maxth():
@@ -229,28 +233,59 @@ def test_fires_edges():
     assert fires(0, half, half - 1) and not fires(0, half, half)
 
 
-@pytest.mark.parametrize("pb", [0.05, 0.2])
-def test_marks_are_spaced_uniformly_up_to_one_over_pb(pb):
-    """pa = pb / (1 - count pb): the gap between marks is uniform on 1..1/pb."""
+def test_fires_edges_with_wait():
+    """ns-2's wait: nothing while count pb < 1 (even with rnd 0), pb / (2 - count pb)
+    between 1 and 2, always from 2 on."""
+    one, eighth = fp.FRAC32_ONE, 1 << 29
+    assert not fires(7, eighth, 0, wait=True)                    # count pb = 7/8
+    assert fires(8, eighth, eighth - 1, wait=True)               # = 1: pa = pb
+    assert not fires(8, eighth, eighth, wait=True)
+    assert fires(12, eighth, (1 << 30) - 1, wait=True)           # = 1.5: pa = 1/4
+    assert not fires(12, eighth, 1 << 30, wait=True)
+    assert fires(16, eighth, one, wait=True)                     # = 2: always
+    # pb = 1.0 is 1 - 2^-32: the first packet after a mark is held, the second fires.
+    assert not fires(1, one, 0, wait=True) and fires(2, one, one, wait=True)
+    assert fires(7, eighth, 0) and not fires(7, eighth, 0, wait=True)   # the rule is the flag
+
+
+# With wait, pb exact in FRAC32: count pb = 1 is a sharp edge (0.2 rounds below 1/5).
+@pytest.mark.parametrize("pb, wait", [(0.05, False), (0.2, False), (1 / 16, True), (1 / 4, True)],
+                         ids=["pb0.05", "pb0.2", "pb1/16-wait", "pb1/4-wait"])
+def test_marks_are_spaced_uniformly(pb, wait):
+    """pa = pb / (1 - count pb): the gap between marks is uniform on 1..1/pb. With wait,
+    pa = 0 while count pb < 1, then pb / (2 - count pb): uniform on 1/pb + 1..2/pb."""
     pb_raw, x, count, gap, gaps = fp.to_frac32(pb), 99, 0, 0, Counter()
     for _ in range(200_000):
         x = xorshift32(x)
         gap += 1
-        if fires(count, pb_raw, x):
+        if fires(count, pb_raw, x, wait):
             gaps[gap] += 1
             count, gap = 0, 0
         else:
             count += 1
-    n_max = round(1 / pb)
-    assert max(gaps) == n_max
+    n = round(1 / pb)
+    first = n + 1 if wait else 1
+    assert (min(gaps), max(gaps)) == (first, first + n - 1)
     total = sum(gaps.values())
-    chi2 = sum((gaps[g] - total / n_max) ** 2 / (total / n_max) for g in range(1, n_max + 1))
-    # chi-square, n_max - 1 degrees of freedom, p = 0.001 (Wilson-Hilferty bound)
-    k = n_max - 1
+    chi2 = sum((gaps[g] - total / n) ** 2 / (total / n) for g in range(first, first + n))
+    # chi-square, n - 1 degrees of freedom, p = 0.001 (Wilson-Hilferty bound)
+    k = n - 1
     bound = k * (1 - 2 / (9 * k) + 3.09 * math.sqrt(2 / (9 * k))) ** 3
     assert chi2 < bound
-    # Mark rate 2 pb / (1 + pb), as Floyd & Jacobson derive.
-    assert abs(total / 200_000 - 2 * pb / (1 + pb)) < 0.01
+    # Mark rate 2 pb / (1 + pb), as Floyd & Jacobson derive; with wait the mean gap is
+    # (3 / pb + 1) / 2, a rate of 2 pb / (3 + pb).
+    rate = 2 * pb / ((3 if wait else 1) + pb)
+    assert abs(total / 200_000 - rate) < 0.01 * rate
+
+
+def test_wait_fires_once_count_pb_passes_two():
+    """The average held at minth (pb = 0) while the count grows, then a burst: pb jumps and
+    count pb passes 2 in one packet, which fires whatever the draw."""
+    depths = [0] + [8] * 30 + [5] * 300 + [30] * 5
+    _, recs = run_model(Red(minth=5, maxth=35, maxp=0.3, wq=0.5, wait=True), arrivals(depths))
+    at_two = [r for r in recs if r.region == Region.A and r.count * r.prob >= 2**33]
+    assert at_two and all(r.outcome == Outcome.PROB_DROP for r in at_two)
+    assert any(r.region == Region.A and r.prob == 0 and r.count > 200 for r in recs)
 
 
 def test_red_drops_and_ecn_marks_the_same_packets():
@@ -322,7 +357,15 @@ CASES = {
     "ecnm": (Ecnm(**RED_ARGS),
              {Region.NONE, Region.A, Region.FORCED},
              {Outcome.PASS, Outcome.MARK, Outcome.FORCED_DROP, Outcome.OVERFLOW_DROP}),
+    "red-wait": (Red(**RED_ARGS, wait=True),
+                 {Region.NONE, Region.A, Region.FORCED},
+                 {Outcome.PASS, Outcome.PROB_DROP, Outcome.FORCED_DROP}),
+    "red-ecn-gentle-wait": (RedEcn(**RED_ARGS, gentle=True, wait=True),
+                            {Region.NONE, Region.A, Region.B, Region.FORCED},
+                            {Outcome.PASS, Outcome.MARK, Outcome.PROB_DROP,
+                             Outcome.FORCED_DROP}),
 }
+
 
 
 @pytest.mark.p4
@@ -343,6 +386,9 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, name
     assert any(r.qdepth == 0 and 0 < r.avg for r in records)
     if name.startswith("red-ecn"):
         assert run.counters.notect_drops > 0 and run.counters.marks_ce > 0
+    if aqm.wait:
+        # count pb >= 2: the same Marker on the switch in test_mecn.py; here in the model.
+        check_wait_branches(records, at_two=False)
 
 
 @pytest.mark.p4

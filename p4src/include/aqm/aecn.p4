@@ -12,7 +12,7 @@
 //             5-tuple), or measured first with the table when there is no measurement.
 //   decide    between the group's minth (the robust group may have its own) and maxth, with
 //             the group's slope max_p / (maxth - minth), uniformised as RED (one count
-//             per group, marker.p4)
+//             per group, marker.p4; wait = 1: ns-2's wait between a group's decisions)
 //   mark      a decision is owed by the group; egress runs at dequeue, so the debt is paid
 //             by the next departing ECT packet of the group not yet marked (the deciding
 //             packet itself when it is one); a deciding Not-ECT packet is dropped instead
@@ -48,10 +48,10 @@ header aecn_h {
                 frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t robust_minth, \
                 qpkt_t maxth, slope_t slope_robust, slope_t slope_average, \
                 slope_t slope_fragile, usec_t robust_from, usec_t average_from, \
-                usec_t fragile_from, bit<8> rtt_source) { \
+                usec_t fragile_from, bit<8> rtt_source, bit<8> wait) { \
         aqm_common(ALGO_AECN, ECN_MODE_MARK, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
-        red_ramp(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0); \
+        red_ramp(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0, wait); \
         meta.aqm.aecn.setValid(); \
         meta.aqm.aecn.debt_floor = robust_minth < minth ? robust_minth : minth; \
         meta.aqm.aecn.robust_minth = robust_minth; \

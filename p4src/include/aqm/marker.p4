@@ -17,19 +17,23 @@ header red_h {
     slope_t  slope_a;
     frac32_t base_b;
     slope_t  slope_b;
+    bit<8>   wait;        // 1: ns-2's wait between marks
 }
 
 header marker_h {
     bit<64> pb;      // FRAC32 (saturated), widened
-    bit<64> spent;   // count * pb
+    bit<64> spent;   // count * pb, plus 1.0 without wait (FRAC32 scale)
     bit<32> next;    // count after this packet (saturated)
 }
 
 // Decides whether a packet is marked (or dropped: verdict.p4 decides which).
 // In regions A and B the base probability pb grows linearly with avg, and the packet fires
 // with pa = pb / (1 - count * pb) (Floyd & Jacobson 1993), count being the group's unmarked
-// packets since its last mark, so marks are spaced uniformly in [1, 1/pb]. Without division:
-//   fire  <=>  count * pb >= 1  or  rnd * (1 - count * pb) < pb     (all FRAC32)
+// packets since its last mark, so marks are spaced uniformly in [1, 1/pb]. With ns-2's
+// wait (r.wait = 1) nothing fires while count * pb < 1, then pa = pb / (2 - count * pb),
+// so marks are spaced uniformly in [1/pb + 1, 2/pb]. Both are one rule on
+// s = count * pb + (1 without wait, 0 with it), without division:
+//   fire  <=>  s >= 2  or  (s >= 1  and  rnd * (2 - s) < pb)     (all FRAC32)
 // One count per group (index = port * 4 + group; the RED family has one group): with one
 // count per port, the group with the highest pb would take most marks (AECN's robust group
 // 5 times the average one's instead of twice, in the model). The port's first packet of a
@@ -101,9 +105,10 @@ control Marker(inout bit<32> index,
                 v.pb = (bit<64>)FRAC32_ONE;
             }
             if (rec.region != REGION_FORCED) {
-                v.spent = (bit<64>)rec.count * v.pb;
-                if (v.spent >= 64w0x100000000
-                        || (bit<64>)rec.rnd * (64w0x100000000 - v.spent) < (v.pb << 32)) {
+                v.spent = (bit<64>)rec.count * v.pb + ((bit<64>)(r.wait ^ 1) << 32);
+                if (v.spent >= 64w0x200000000
+                        || (v.spent >= 64w0x100000000
+                            && (bit<64>)rec.rnd * (64w0x200000000 - v.spent) < (v.pb << 32))) {
                     fire = 1;
                 } else if (rec.count == 0xffffffff) {
                     v.next = rec.count;

@@ -14,10 +14,11 @@ const bit<8> ALGO_RED = 2;
 // The aqm_config actions, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them. Region A is
 // [minth, maxth); B is the gentle ramp [maxth, hardth) from maxp to 1, empty when
-// hardth == maxth (gentle off).
+// hardth == maxth (gentle off). wait = 1: ns-2's wait between marks (marker.p4).
 #define RED_ACTIONS \
     action red_ramp(frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-                    qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope) { \
+                    qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, \
+                    bit<8> wait) { \
         meta.aqm.red.setValid(); \
         meta.aqm.red.wq = wq; \
         meta.aqm.red.idle_shift = idle_shift; \
@@ -27,24 +28,25 @@ const bit<8> ALGO_RED = 2;
         meta.aqm.red.slope_a = slope; \
         meta.aqm.red.base_b = maxp; \
         meta.aqm.red.slope_b = gentle_slope; \
+        meta.aqm.red.wait = wait; \
     } \
     action red(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope) { \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
         aqm_common(ALGO_RED, ECN_MODE_DROP, limit, epoch_id, prng_seed, use_bmv2_random); \
-        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope); \
+        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
     } \
     action red_ecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope) { \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
         aqm_common(ALGO_RED, ECN_MODE_MARK, limit, epoch_id, prng_seed, use_bmv2_random); \
-        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope); \
+        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
     } \
     action ecnm(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope) { \
+            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
         aqm_common(ALGO_RED, ECN_MODE_MARK_ALWAYS, limit, epoch_id, prng_seed, use_bmv2_random); \
-        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope); \
+        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
     }
 
 // record: avg (QPKT), prob = pb (FRAC32), count (unmarked packets before this one).
