@@ -66,6 +66,13 @@ def time_average(times: Sequence[float], values: Sequence[float], start: float,
     return total / (end - start)
 
 
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-th percentile of sorted samples, nearest rank (a sample, not an interpolation)."""
+    if not ordered:
+        return math.nan
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
 def loss_percent(arrived: int, dropped: int) -> float:
     return 100.0 * dropped / arrived if arrived else 0.0
 

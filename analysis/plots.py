@@ -82,10 +82,14 @@ def bars(labels: Sequence[str], series: dict[str, Sequence[float]], out: Path,
 
 
 def lines(x_label: str, curves: dict[str, tuple[Sequence[float], Sequence[float]]],
-          y_label: str, out: Path, title: str = "", marker: str = "o") -> Path:
-    """y against x for several algorithms (sweeps, utilisation vs delay); repeated runs'
-    95 % intervals as error bars, on either axis."""
+          y_label: str, out: Path, title: str = "", marker: str = "o",
+          x_log: bool = False) -> Path:
+    """y against x for several algorithms (sweeps, utilisation vs delay, distributions,
+    time series with marker=""); repeated runs' 95 % intervals as error bars, on either
+    axis."""
     fig, ax = plt.subplots(figsize=(5.5, 4))
+    if x_log:
+        ax.set_xscale("log")
     for name, (xs, ys) in curves.items():
         ax.errorbar(xs, ys, **_errors(ys, "yerr"), **_errors(xs, "xerr"), marker=marker,
                     label=name, capsize=3)

@@ -82,6 +82,9 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
             out["avg_ewma"] = metrics.time_average(times, [r["avg"] for r in telemetry],
                                                    start, end)
         out["queueing_delay_ms"] = sum(r["sojourn_ms"] for r in window) / len(window)
+        sojourns = sorted(r["sojourn_ms"] for r in window)
+        for q in (50, 95, 99):
+            out[f"delay_p{q}_ms"] = metrics.percentile(sojourns, q)
         # Whether the switch kept its configured rate: a packet that found q packets ahead
         # waited q / rate. Below ~0.9 the machine, not the AQM, set the pace (CPU-bound).
         rates = sorted(r["qdepth"] / (r["sojourn_ms"] / 1000) for r in window
@@ -97,7 +100,7 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
 def run_metrics(folder: Path) -> dict:
     config = json.loads((folder / "config.json").read_text())
     topo = config["topology"]
-    start, end = config["measure_from"], config["duration"]
+    start, end = config["measure_from"], config.get("measure_until") or config["duration"]
     out: dict = {"label": config["label"], "seed": config.get("seed", 1),
                  "factors": [list(f) for f in config.get("factors", [])],
                  "algorithm": config["aqm"]["type"],

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import MISSING, fields
 from pathlib import Path
 
 from rich.console import Console
@@ -87,11 +88,21 @@ class ResumeError(Exception):
     program."""
 
 
+def ran_as(ran: dict, spec: RunSpec) -> bool:
+    """A run's config.json records exactly this spec. One written before a field existed
+    lacks it, and matches a spec that leaves it at its default."""
+    planned = jsonable(spec)
+    defaults = {f.name: jsonable(f.default) for f in fields(RunSpec)
+                if f.default is not MISSING}
+    return all(ran[key] == value if key in ran else defaults.get(key, MISSING) == value
+               for key, value in planned.items()) and ran.keys() <= planned.keys()
+
+
 def finished(folder: Path, spec: RunSpec) -> bool:
     """The run completed (its metrics were computed) with exactly this spec."""
     config = folder / spec.folder / "config.json"
     return ((folder / spec.folder / "metrics.json").is_file() and config.is_file()
-            and json.loads(config.read_text()) == jsonable(spec))
+            and ran_as(json.loads(config.read_text()), spec))
 
 
 def program(bmv2_json: Path) -> dict:
@@ -163,7 +174,7 @@ def resumable(folder: Path, name: str, specs: list[RunSpec], drop_at: str = "deq
         # A finished run must be this plan's exactly (factors, loss...): resuming with other
         # options would take it for unfinished and delete it.
         if ran.get("experiment") != name or spec is None or (
-                (config.parent / "metrics.json").is_file() and ran != jsonable(spec)):
+                (config.parent / "metrics.json").is_file() and not ran_as(ran, spec)):
             raise ResumeError(f"{config.parent}: run of another experiment or other options "
                               f"({ran.get('experiment')} {ran.get('label')}"
                               f"{ran_with(ran)}): resume with the options it ran with")

@@ -20,7 +20,7 @@ from control_plane.adaptation import auto_thresholds
 from control_plane.aqm import Aqm, Mecn, RedEcn
 from control_plane.controller import LoopSpec
 from experiments import factors
-from experiments.spec import RunSpec
+from experiments.spec import Flow, RunSpec
 
 Row = dict[str, object]
 # (label, first repeat's folder, metrics combined over the repeats) of every configuration
@@ -197,3 +197,12 @@ def by_point(runs: Runs, split: Callable[[str], tuple[str, str]] = algorithm_fir
 def percent(key: str) -> Callable[[dict], float]:
     """One run's fraction (utilisation) in %, nan when the run lacks it."""
     return lambda m: 100 * m[key] if isinstance(m.get(key), (int, float)) else math.nan
+
+
+def spread(flows: int, pairs: int, first: int = 0, offset: int = 0) -> tuple[Flow, ...]:
+    """`flows` long-lived streams over `pairs` iperf3 processes, starts staggered by 0.2 s
+    (the paper says nothing of start times; all at once would synchronise them)."""
+    per, extra = divmod(flows, pairs)
+    return tuple(Flow(first + k, first + k, start=0.2 * (offset + k),
+                      streams=per + (1 if k < extra else 0)) for k in range(pairs)
+                 if per + (1 if k < extra else 0))

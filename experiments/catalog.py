@@ -18,6 +18,7 @@ MODULES = (
     "e5",
     "e6",
     "e7",
+    "e8",
 )
 
 EXPERIMENTS: dict[str, Experiment] = {

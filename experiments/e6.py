@@ -16,7 +16,7 @@ from pathlib import Path
 from analysis import plots, stats
 from control_plane.aqm import Aqm, Blue, Newque, Pi, RedEcn, Rem
 from experiments.base import (Experiment, PlanOptions, Row, Runs, curves, fmt, line_figure,
-                              queue_figure)
+                              queue_figure, spread)
 from experiments.spec import Flow, RunSpec
 from topologies.dumbbell import DumbbellSpec
 from topologies.nodes import Access, Bottleneck
@@ -67,15 +67,6 @@ def aqm(name: str, buffer: int) -> Aqm:
             "blue": Blue(limit=buffer),
             "pi": Pi(limit=buffer),
             "rem": Rem(limit=buffer)}[name]
-
-
-def spread(flows: int, pairs: int, first: int = 0, offset: int = 0) -> tuple[Flow, ...]:
-    """`flows` long-lived streams over `pairs` iperf3 processes, starts staggered by 0.2 s
-    (the paper says nothing of start times; all at once would synchronise them)."""
-    per, extra = divmod(flows, pairs)
-    return tuple(Flow(first + k, first + k, start=0.2 * (offset + k),
-                      streams=per + (1 if k < extra else 0)) for k in range(pairs)
-                 if per + (1 if k < extra else 0))
 
 
 def dumbbell_run(name: str, flows: int, buffer: int) -> RunSpec:

@@ -253,7 +253,7 @@ class Run:
             self._phase("calibrating")
             minimum = self._calibrate(topo)
         self._phase("traffic")
-        self._traffic(topo, recorders)
+        self._traffic(topo, recorders, plans)
         self._phase("saving its results")
         for recorder in recorders:
             recorder.running = False
@@ -379,7 +379,7 @@ class Run:
                                    f"{READY_TIMEOUT:g} s: {line.strip() or 'no output'}")
         return proc
 
-    def _traffic(self, topo, recorders: list[Recorder]) -> None:
+    def _traffic(self, topo, recorders: list[Recorder], plans: list[SwitchPlan]) -> None:
         spec = self.spec
         flows_dir = self.folder / "flows"
         flows_dir.mkdir(exist_ok=True)
@@ -431,12 +431,23 @@ class Run:
         clients = []
         stopped_late = False
         pending.sort(key=lambda p: p[0])
+        steps, stepped = list(spec.rate_steps), []
         while pending or any(c.poll() is None for c in clients):
             now = time.monotonic() - start
             while pending and pending[0][0] <= now:
                 _, host, argv, out = pending.pop(0)
                 stdout = open(out, "w") if out else subprocess.DEVNULL
                 clients.append(self._popen(host, argv, stdout=stdout, stderr=subprocess.DEVNULL))
+            while steps and steps[0][0] <= now:
+                planned, fraction = steps.pop(0)
+                for plan in plans:
+                    plan.node.bmv2.set_queue(plan.bottleneck_port,
+                                             rate_pps=max(1, round(plan.bottleneck.pps * fraction)))
+                # When the switches took it (the CLI takes a moment), for the step's metrics.
+                stepped.append({"planned": planned, "fraction": fraction,
+                                "at": time.monotonic() - start})
+                (self.folder / "rate_steps.json").write_text(json.dumps(stepped, indent=1))
+                LOG.info("bottleneck rate x%g at %.2f s", fraction, stepped[-1]["at"])
             if now > spec.duration + GRACE and not stopped_late:
                 # iperf3 needs its control connection to end a test; across a congested
                 # link that can take long. Interrupted, it still writes what it measured.

@@ -57,6 +57,11 @@ class RunSpec:
     seed: int = 1
     # experiments/factors.py's changes to the experiment's own run, as (name, value)
     factors: tuple[tuple[str, str], ...] = ()
+    # The bottleneck's service rate changes during the run: (seconds into it, fraction of
+    # the configured rate); the AQM is not told, as a link that slows down does not say.
+    rate_steps: tuple[tuple[float, float], ...] = ()
+    # The window's end for the metrics (None: the run's end), e.g. before a rate step.
+    measure_until: float | None = None
 
     @property
     def folder(self) -> str:
@@ -86,3 +91,12 @@ class RunSpec:
             raise ValueError(f"{self.label}: seed must be a positive integer, got {self.seed!r}")
         if not 0 <= self.measure_from < self.duration:
             raise ValueError(f"{self.label}: measure_from must be inside the run")
+        if self.measure_until is not None and not (
+                self.measure_from < self.measure_until <= self.duration):
+            raise ValueError(f"{self.label}: measure_until must be after measure_from and "
+                             "inside the run")
+        times = [t for t, _ in self.rate_steps]
+        if times != sorted(times) or any(
+                not (0 < t < self.duration and 0 < f <= 10) for t, f in self.rate_steps):
+            raise ValueError(f"{self.label}: rate steps must be in time order inside the run, "
+                             f"each a fraction in (0, 10] of the rate, got {self.rate_steps}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,17 @@ def test_a_run_counts_as_finished_only_with_its_metrics_and_the_same_spec(tmp_pa
     ran(tmp_path, interrupted, metrics=False)
     ran(tmp_path, other, config={**jsonable(other), "duration": 1.0})
     assert [finished(tmp_path, s) for s in SPECS[:4]] == [True, False, False, False]
+
+
+def test_a_run_recorded_before_a_field_existed_is_still_finished(tmp_path):
+    """config.json written before RunSpec had rate_steps and measure_until: the spec that
+    leaves them at their defaults is the one it ran."""
+    older = {k: v for k, v in jsonable(SPECS[0]).items()
+             if k not in ("rate_steps", "measure_until")}
+    ran(tmp_path, SPECS[0], config=older)
+    assert finished(tmp_path, SPECS[0])
+    stepped = replace(SPECS[0], rate_steps=((10.0, 0.5),))
+    assert not finished(tmp_path, stepped)
 
 
 @pytest.fixture

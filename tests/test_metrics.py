@@ -274,3 +274,9 @@ def test_short_transfers_overhead_against_each_segment_sent_once(tmp_path, minim
     else:
         assert m["network_overhead_percent"] == pytest.approx(network)
         assert m["calibration_retransmitted"] == 15
+
+
+def test_percentiles_are_nearest_rank_samples():
+    samples = sorted(float(v) for v in range(1, 101))
+    assert [metrics.percentile(samples, q) for q in (50, 95, 99, 100)] == [50.0, 95.0, 99.0, 100.0]
+    assert metrics.percentile([7.0], 99) == 7.0 and math.isnan(metrics.percentile([], 50))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.results import run_metrics
+from analysis.results import read_csv, run_metrics
 import json
 
 from control_plane.aqm import Mecn, RedEcn
@@ -141,3 +141,34 @@ async def test_parking_lot_routes_long_and_cross_traffic(mininet_ready, artifact
             await sw.__aexit__(None, None, None)
     finally:
         lot.stop()
+
+
+def test_a_rate_step_slows_the_bottleneck_and_back(mininet_ready, artifacts, tmp_path):
+    """The bottleneck's rate halves 4 s into the run and recovers at 8 s: the packets it
+    serves per second follow, and the metrics' window ends before the step."""
+    bottleneck = Bottleneck(mbps=5, delay=0.005, buffer=50)
+    spec = RunSpec("test", "step",
+                   DumbbellSpec(senders=(Access(20, 0.005),), receivers=(Access(20, 0.001),),
+                                bottleneck=bottleneck, ecn=True),
+                   RedEcn(minth=3, maxth=9, maxp=0.2, wq=0.02, limit=50),
+                   duration=12, flows=(Flow(0, 0),), measure_from=1, measure_until=4,
+                   rate_steps=((4.0, 0.5), (8.0, 1.0)))
+    folder = Run(spec, tmp_path / "run", artifacts).execute()
+    steps = json.loads((folder / "rate_steps.json").read_text())
+    assert [s["fraction"] for s in steps] == [0.5, 1.0]
+    assert all(s["planned"] <= s["at"] <= s["planned"] + 2 for s in steps)
+    counters = read_csv(folder / "counters.csv")
+
+    def served_per_s(start: float, end: float) -> float:
+        inside = [c for c in counters if start <= c["t"] <= end]
+        return (inside[-1]["seen_packets"] - inside[0]["seen_packets"]) / (
+            inside[-1]["t"] - inside[0]["t"])
+    before, during, after = (served_per_s(2, 4), served_per_s(steps[0]["at"] + 1, 8),
+                             served_per_s(steps[1]["at"] + 1, 12))
+    # One Reno flow keeps the link mostly busy; at half the rate, all of it.
+    assert 0.6 * bottleneck.pps < before <= 1.02 * bottleneck.pps
+    assert 0.4 * bottleneck.pps < during <= 0.52 * bottleneck.pps
+    assert 0.6 * bottleneck.pps < after <= 1.02 * bottleneck.pps
+    m = run_metrics(folder)
+    assert m["window_s"] == [1, 4] and m["utilisation"] > 0.6
+    assert m["delay_p50_ms"] <= m["delay_p95_ms"] <= m["delay_p99_ms"]
