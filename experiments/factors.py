@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Callable, Iterable, Sequence
 
+from control_plane.aqm import Newque, Pi
 from control_plane.build import DROP_AT
 from experiments.spec import TRANSPORTS, RunSpec
 from topologies.dumbbell import DumbbellSpec
@@ -123,6 +124,45 @@ def _pmax(value: str) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def _newque_field(name: str, value) -> Callable[[RunSpec], RunSpec]:
+    """A NEWQUE parameter (others have parameters of the same name that mean other things:
+    REM's alpha and capacity, PIE's alpha and beta)."""
+    def apply(spec: RunSpec) -> RunSpec:
+        if not isinstance(spec.aqm, Newque):
+            raise FactorError(f"{spec.label}: {name} is NEWQUE's, not "
+                              f"{type(spec.aqm).__name__}'s (e.g. --only 'newque-*')")
+        return replace(spec, aqm=replace(spec.aqm, **{name: value}))
+    return apply
+
+
+def _ceiling(value: float) -> Callable[[RunSpec], RunSpec]:
+    def apply(spec: RunSpec) -> RunSpec:
+        if spec.loop is None:
+            raise FactorError(f"{spec.label}: no ARED or AMECN loop to raise the ceiling of")
+        return replace(spec, loop=replace(spec.loop, ceiling=value))
+    return apply
+
+
+def _capacity(value: float) -> Callable[[RunSpec], RunSpec]:
+    """NEWQUE's C as a fraction of the bottleneck's packet rate."""
+    def apply(spec: RunSpec) -> RunSpec:
+        topo = spec.topology
+        links = [topo.bottleneck] if isinstance(topo, DumbbellSpec) else list(topo.links)
+        return _newque_field("capacity", value * min(link.pps for link in links))(spec)
+    return apply
+
+
+def _gains(value: float) -> Callable[[RunSpec], RunSpec]:
+    """PI's a and b, both multiplied."""
+    def apply(spec: RunSpec) -> RunSpec:
+        if not isinstance(spec.aqm, Pi):
+            raise FactorError(f"{spec.label}: the gains are PI's, not "
+                              f"{type(spec.aqm).__name__}'s (e.g. --only 'pi-*')")
+        return replace(spec, aqm=replace(spec.aqm, a=spec.aqm.a * value,
+                                         b=spec.aqm.b * value))
+    return apply
+
+
 def _drop(value: str) -> Callable[[RunSpec], RunSpec]:
     def apply(spec: RunSpec) -> RunSpec:
         if value == "enqueue" and getattr(type(spec.aqm), "reads_sojourn", False):
@@ -188,6 +228,18 @@ FACTORS: dict[str, Factor] = {
     "p2max": Factor("MECN's P2max", _number(0, 1), lambda v: _aqm_field("p2max", v)),
     "pmax": Factor("which maximum AMECN adapts: p1 (P1max only), both (P2max follows)",
                    _choice(("p1", "both")), _pmax),
+    "ceiling": Factor("the most ARED and AMECN raise their probability to (the papers' 0.5)",
+                      _number(0.02, 1), _ceiling),
+    "alpha": Factor("NEWQUE's increase step", _number(0, 1), lambda v: _newque_field("alpha", v)),
+    "beta": Factor("NEWQUE's decrease step", _number(0, 1), lambda v: _newque_field("beta", v)),
+    "min_interval": Factor("NEWQUE's pacing of its changes, s (0: every qualifying packet)",
+                           _number(0, 10), lambda v: _newque_field("min_interval", v)),
+    "capacity": Factor("NEWQUE's C, as a fraction of the bottleneck's packet rate",
+                       _number(1e-3, 10), _capacity),
+    "rate_of": Factor("what NEWQUE's rate estimate counts: arrivals (the seed's) or "
+                      "departures", _choice(("arrivals", "departures")),
+                      lambda v: _newque_field("rate_of", v)),
+    "gains": Factor("PI's gains a and b, both multiplied by this", _number(1e-3, 1e4), _gains),
     "cc": Factor("Linux congestion control of kernel TCP flows",
                  _choice(CONGESTION_CONTROLS), _cc),
     "ecn": Factor("the hosts' ECN (tcp_ecn), 0 or 1", _flag, _ecn),

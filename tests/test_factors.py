@@ -164,3 +164,28 @@ def test_an_aqm_that_reads_the_sojourn_cannot_drop_at_enqueue(aqm):
     assert factors.apply(spec, (("drop", "dequeue"),)).aqm == aqm
     with pytest.raises(factors.FactorError, match=f"{aqm.action} acts on each packet's sojourn"):
         factors.apply(spec, (("drop", "enqueue"),))
+
+
+def test_the_newque_readings_change_newque_only():
+    """E6's controlled runs of seed 003's readings: each changes NEWQUE's runs and is
+    refused for the others, whose parameters of the same name mean other things."""
+    texts = ("capacity=0.125", "alpha=0.02", "beta=0.0001", "min_interval=0", "rate_of=departures")
+    for spec in runs("e6", *texts, only="newque-*"):
+        assert spec.aqm.capacity == 0.125 * spec.topology.bottleneck.pps
+        assert (spec.aqm.alpha, spec.aqm.beta, spec.aqm.min_interval) == (0.02, 0.0001, 0.0)
+        assert spec.aqm.rate_of == "departures"
+    for text in texts:
+        with pytest.raises(factors.FactorError, match="is NEWQUE's, not Rem's"):
+            runs("e6", text, only="rem-*")
+
+
+def test_gains_and_ceiling_change_what_they_name():
+    base = {s.label: s for s in runs("e6", only="pi-*")}
+    for spec in runs("e6", "gains=10", only="pi-*"):
+        assert (spec.aqm.a, spec.aqm.b) == pytest.approx(
+            (10 * base[spec.label].aqm.a, 10 * base[spec.label].aqm.b))
+    with pytest.raises(factors.FactorError, match="the gains are PI's, not Blue's"):
+        runs("e6", "gains=10", only="blue-*")
+    assert {s.loop.ceiling for s in runs("e2", "ceiling=1.0", only="amecn-*")} == {1.0}
+    with pytest.raises(factors.FactorError, match="no ARED or AMECN loop"):
+        runs("e2", "ceiling=1.0", only="mecn-*")

@@ -40,10 +40,11 @@ Our choices, where the RFC's queue is not BMv2's:
 - FRAC32 probabilities elsewhere; p here is P48 (1.0 exactly 2^48) and the gains PGAIN
   (P48 per microsecond of delay), so one microsecond at the smallest band still moves p.
 
-Telemetry: deq_qdepth, prob = p (FRAC32), state0 = qdelay_old (USEC), state1 = burst allowance (USEC),
-count = boundaries the packet closed (0, or 1 + the ones without a departure), avg = the
-cur its update used (USEC), event = UPDATE when it ran one, region = A while p > 0, FORCED
-when an ECN-capable packet fired above mark_ecnth (dropped, not marked).
+Telemetry: deq_qdepth, prob = p (FRAC32), state0 = qdelay_old (USEC), state1 = burst
+allowance (USEC), count = boundaries the packet closed (0, or 1 + the ones without a
+departure), avg = the cur its update used (USEC), event = UPDATE when it ran one, region =
+A while p > 0, FORCED when an ECN-capable packet fired above mark_ecnth (dropped, not
+marked).
 """
 
 from __future__ import annotations
