@@ -27,13 +27,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from analysis import stats
 from analysis.results import run_metrics
 from control_plane import toolchain
 from control_plane.build import Artifacts, CompileError
-from experiments.base import REPEAT, Experiment, PlanOptions
+from experiments.base import REPEAT, Experiment, PlanOptions, configurations
 from experiments.catalog import EXPERIMENTS
-from experiments import factors, sweep
+from experiments import factors, publish, sweep
+from analysis import figures as docs_figures
 from experiments.runner import Run, jsonable, phase
 from experiments.spec import RunSpec
 
@@ -115,20 +115,6 @@ def program(bmv2_json: Path) -> dict:
             return [strip(v) for v in node]
         return node
     return strip(json.loads(bmv2_json.read_text()))
-
-
-def configurations(results: list[tuple[str, Path, dict]],
-                   plan: list[RunSpec]) -> list[tuple[str, Path, dict]]:
-    """Every run's (label, folder, metrics) -> one (label, first folder, combined metrics)
-    per configuration, its repeats' numbers as Estimates (analysis/stats.py), in the plan's
-    order; labels not in it go last."""
-    order = {spec.label: k for k, spec in reversed(list(enumerate(plan)))}
-    by_label: dict[str, list[tuple[Path, dict]]] = {}
-    for label, folder, metrics in sorted(results, key=lambda r: r[2].get("seed", 1)):
-        by_label.setdefault(label, []).append((folder, metrics))
-    out = [(label, runs[0][0], stats.combine([m for _, m in runs], [f for f, _ in runs]))
-           for label, runs in by_label.items()]
-    return sorted(out, key=lambda r: order.get(r[0], len(order)))
 
 
 def compile_in_session(out: Path, drop_at: str = "dequeue") -> Artifacts:
@@ -378,54 +364,33 @@ def summarise(experiment: Experiment, folder: Path, results: list[tuple[str, Pat
     console.print(f"Summary: {folder / 'summary.md'}\nPlots: " + ", ".join(str(p) for p in figures))
 
 
-def unseeded(config: dict) -> dict:
-    """A run's configuration without its repeat's seed."""
-    return {**config, "seed": None, "topology": {**config["topology"], "seed": None}}
-
-
 def report(folders: list[Path], out: Path | None = None) -> int:
     """Metrics, tables and figures again from the raw data of finished runs, merged from
     one or more folders (a sweep's runs copied back from several machines)."""
-    runs: dict[tuple[str, int], Path] = {}
-    configs: dict[str, tuple[dict, Path]] = {}
-    names = set()
-    for folder in folders:
-        paths = sorted(folder.glob("*/config.json"))
-        if not paths:
-            console.print(f"[red]{folder}: no runs (folders with config.json) here")
-            return 2
-        for path in paths:
-            config = json.loads(path.read_text())
-            if not (path.parent / "metrics.json").is_file():   # written as a run ends
-                console.print(f"{path.parent}: unfinished, left out")
-                continue
-            names.add(config["experiment"])
-            key = (config["label"], config.get("seed", 1))
-            if key in runs:
-                console.print(f"[red]{config['label']} seed {key[1]} is in both {runs[key]} "
-                              f"and {path.parent}: keep one")
-                return 2
-            # Repeats combine only if they ran the same configuration (factors, loss...).
-            same = configs.setdefault(config["label"], (unseeded(config), path.parent))
-            if same[0] != unseeded(config):
-                console.print(f"[red]{config['label']} ran differently in {same[1]} and "
-                              f"{path.parent}{ran_with(config)}: report them apart")
-                return 2
-            runs[key] = path.parent
-    if len(names) != 1:
-        console.print(f"[red]these folders hold runs of {', '.join(sorted(names)) or 'nothing'}"
-                      ": give folders of one experiment")
+    try:
+        name, results, _ = publish.gather(folders)
+    except publish.PublishError as err:
+        console.print(f"[red]{err}")
         return 2
-    name = names.pop()
     out = out or folders[0]
     out.mkdir(parents=True, exist_ok=True)
-    results = [(label, run, run_metrics(run)) for (label, _), run in runs.items()]
     plan = EXPERIMENTS[name].plan(PlanOptions(full=True))
-    # How long the runs took is known only to the run that made them: kept from its summary.
-    before = out / "summary.md"
-    timing = next((line for line in before.read_text().splitlines()
-                   if line.startswith("Time: ")), "") if before.is_file() else ""
-    summarise(EXPERIMENTS[name], out, configurations(results, plan), timing)
+    summarise(EXPERIMENTS[name], out, configurations(results, plan), publish.timing(out))
+    return 0
+
+
+def publish_command(folders: list[Path], name: str) -> int:
+    if not name.replace("-", "").replace("_", "").isalnum() or not name.isascii():
+        print(f"experiments: --as {name[:40]!r}: letters, digits, - and _ only",
+              file=sys.stderr)
+        return 2
+    try:
+        written = publish.publish(folders, name)
+    except (publish.PublishError, docs_figures.FigureError) as err:
+        print(f"experiments: {err}", file=sys.stderr)
+        return 2
+    for path in written:
+        console.print(str(path.relative_to(publish.DOCS.parent)))
     return 0
 
 
@@ -480,6 +445,13 @@ def main(argv: list[str] | None = None) -> int:
     again.add_argument("folders", type=Path, nargs="+", metavar="FOLDER")
     again.add_argument("--out", type=Path, help="where the summary and figures go (default: "
                                                 "the first folder)")
+    out = sub.add_parser("publish", help="take finished runs into the documentation "
+                                         "(docs/results/, the experiment's page and the "
+                                         "reproductions page)")
+    out.add_argument("folders", type=Path, nargs="+", metavar="FOLDER")
+    out.add_argument("--as", dest="as_name", default=publish.MAIN, metavar="NAME",
+                     help="the name it is published under: `main` (default) for the plan "
+                          "as it stands, another for a controlled run (e.g. wait-1)")
     # Stopping a run, however it is asked for, goes through its clean-up: SIGTERM too, and
     # SIGINT even when a background shell started us with it ignored.
     GUARD.install()
@@ -494,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "report":
                 phase(f"report of {', '.join(map(str, args.folders))}")
                 return report(args.folders, args.out)
+            if args.command == "publish":
+                return publish_command(args.folders, args.as_name)
             try:
                 opts = PlanOptions(args.loss, args.kernel_tcp, args.full, args.repeat,
                                    args.only, factors.parse(args.factor))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from analysis import plots
+from analysis import plots, stats
 from control_plane.adaptation import auto_thresholds
 from control_plane.aqm import Aqm, Mecn, RedEcn
 from control_plane.controller import LoopSpec
@@ -206,3 +206,17 @@ def spread(flows: int, pairs: int, first: int = 0, offset: int = 0) -> tuple[Flo
     return tuple(Flow(first + k, first + k, start=0.2 * (offset + k),
                       streams=per + (1 if k < extra else 0)) for k in range(pairs)
                  if per + (1 if k < extra else 0))
+
+
+def configurations(results: list[tuple[str, Path, dict]],
+                   plan: list[RunSpec]) -> list[tuple[str, Path, dict]]:
+    """Every run's (label, folder, metrics) -> one (label, first folder, combined metrics)
+    per configuration, its repeats' numbers as Estimates (analysis/stats.py), in the plan's
+    order; labels not in it go last."""
+    order = {spec.label: k for k, spec in reversed(list(enumerate(plan)))}
+    by_label: dict[str, list[tuple[Path, dict]]] = {}
+    for label, folder, metrics in sorted(results, key=lambda r: r[2].get("seed", 1)):
+        by_label.setdefault(label, []).append((folder, metrics))
+    out = [(label, runs[0][0], stats.combine([m for _, m in runs], [f for f, _ in runs]))
+           for label, runs in by_label.items()]
+    return sorted(out, key=lambda r: order.get(r[0], len(order)))

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from control_plane import fixedpoint as fp
 from control_plane.aqm import Aecn, DropTail, PortConfig
-from control_plane.build import Artifacts
+from control_plane.build import REPO, Artifacts
 from control_plane.controller import Controller, PortView, Route
 from control_plane.toolchain import find
 from experiments.spec import RunSpec
@@ -86,7 +86,9 @@ def tool_versions() -> dict:
             return (out.stdout or out.stderr).strip().splitlines()[0]
         except (OSError, IndexError, subprocess.TimeoutExpired):
             return "unavailable"
-    versions = {"kernel": platform.release(), "python": platform.python_version(),
+    versions = {"p4aqm": first_line(["git", "-C", str(REPO), "describe", "--always",
+                                     "--dirty", "--abbrev=12"]),
+                "kernel": platform.release(), "python": platform.python_version(),
                 "iperf3": first_line(["iperf3", "--version"])}
     for tool, flag in (("p4c", "--version"), ("simple_switch_grpc", "--version")):
         path = find(tool)
@@ -469,5 +471,3 @@ class Run:
                  for name in after}, indent=1))
         self.on_progress(spec.duration, spec.duration, "done")
 
-
-REPO = Path(__file__).resolve().parent.parent

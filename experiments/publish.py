@@ -1,0 +1,209 @@
+"""The published results: what `python -m experiments publish FOLDER` takes from a run
+folder into the documentation, and the tables the documentation shows from it.
+
+A published run is a small JSON file, docs/results/<experiment>/<name>.json (the plan's
+options and factors, the commit the runs were made at, how long they took, the summary
+table's rows and the claims' verdicts), committed with the figures it drew
+(docs/figures/<experiment>/ for the plan as it stands, docs/figures/<experiment>/<name>/
+for a controlled run). The pages never hold a typed number: each experiment's page has a
+block generated from its published files, and the reproductions page one from all of them,
+between the markers below; tests/test_published.py regenerates them and fails if a page
+differs.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from analysis import figures as docs_figures
+from analysis.results import run_metrics
+from experiments import factors
+from experiments.base import PlanOptions, configurations
+from experiments.catalog import EXPERIMENTS
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+RESULTS = DOCS / "results"
+BEGIN = "<!-- published: begin (python -m experiments publish writes this block) -->"
+END = "<!-- published: end -->"
+MAIN = "main"
+
+
+class PublishError(Exception):
+    """Run folders that cannot be published or reported: one line saying why."""
+
+
+def unseeded(config: dict) -> dict:
+    """A run's configuration without its repeat's seed."""
+    return {**config, "seed": None, "topology": {**config["topology"], "seed": None}}
+
+
+def gather(folders: list[Path]) -> tuple[str, list[tuple[str, Path, dict]], list[dict]]:
+    """The finished runs of one experiment in these folders (a sweep's, copied back from
+    several machines): (experiment, [(label, folder, metrics)], their configs). Unfinished
+    runs are left out; a run present twice, or one configuration run two ways, is an
+    error."""
+    runs: dict[tuple[str, int], Path] = {}
+    configs: dict[str, tuple[dict, Path]] = {}
+    names = set()
+    for folder in folders:
+        paths = sorted(folder.glob("*/config.json"))
+        if not paths:
+            raise PublishError(f"{folder}: no runs (folders with config.json) here")
+        for path in paths:
+            config = json.loads(path.read_text())
+            if not (path.parent / "metrics.json").is_file():   # written as a run ends
+                continue
+            names.add(config["experiment"])
+            key = (config["label"], config.get("seed", 1))
+            if key in runs:
+                raise PublishError(f"{config['label']} seed {key[1]} is in both {runs[key]} "
+                                   f"and {path.parent}: keep one")
+            # Repeats combine only if they ran the same configuration (factors, loss...).
+            same = configs.setdefault(config["label"], (unseeded(config), path.parent))
+            if same[0] != unseeded(config):
+                raise PublishError(f"{config['label']} ran differently in {same[1]} and "
+                                   f"{path.parent}: report them apart")
+            runs[key] = path.parent
+    if len(names) != 1:
+        raise PublishError(f"these folders hold finished runs of "
+                           f"{', '.join(sorted(names)) or 'nothing'}: give folders of one "
+                           "experiment")
+    done = [json.loads((run / "config.json").read_text()) for run in runs.values()]
+    return names.pop(), [(label, run, run_metrics(run)) for (label, _), run in runs.items()], done
+
+
+def timing(folder: Path) -> str:
+    """How long the runs took: known only to the run that made them (its summary.md)."""
+    summary = folder / "summary.md"
+    return next((line for line in summary.read_text().splitlines()
+                 if line.startswith("Time: ")), "") if summary.is_file() else ""
+
+
+def commits(folders: list[Path]) -> list[str]:
+    """The commits the runs were made at (versions.json), "unknown" where none was kept."""
+    return sorted({json.loads(p.read_text()).get("p4aqm", "unknown")
+                   for folder in folders for p in folder.glob("*/versions.json")})
+
+
+def publish(folders: list[Path], name: str = MAIN, docs: Path = DOCS) -> list[Path]:
+    """Take finished runs into the documentation under `name`; returns what it wrote."""
+    experiment_name, results, configs = gather(folders)
+    experiment = EXPERIMENTS[experiment_name]
+    plan = experiment.plan(PlanOptions(full=True))
+    runs = configurations(results, plan)
+    figure_dir = docs / "figures" / experiment_name / ("" if name == MAIN else name)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows, drawn = experiment.report(runs, Path(tmp))
+        figure_dir = docs_figures.emptied(figure_dir)
+        written = [docs_figures.publish(png, figure_dir / png.name,
+                                        ", ".join(docs_figures.shown(f) for f in folders))
+                   for png in drawn]
+    changed = [list(f) for f in configs[0].get("factors", [])]
+    doc = {"experiment": experiment_name, "name": name, "title": experiment.title,
+           "commits": commits(folders),
+           "repeats": max(m.get("repeats") and len(m["repeats"]) or 1 for _, _, m in runs),
+           "configurations": len(runs), "runs": len(results),
+           "factors": changed, "changed": factors.describe(tuple(map(tuple, changed))),
+           "time": timing(folders[0]), "rows": rows,
+           "claims": experiment.verdicts(runs) if experiment.verdicts else [],
+           "figures": [p.name for p in written]}
+    out = docs / "results" / experiment_name / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return [out, *written, *regenerate(docs)]
+
+
+# ----- the pages' generated blocks -------------------------------------------------------
+
+def published(docs: Path = DOCS) -> dict[str, list[dict]]:
+    """Every published file, by experiment, the plan as it stands first."""
+    out: dict[str, list[dict]] = {}
+    for path in sorted((docs / "results").glob("*/*.json")):
+        doc = json.loads(path.read_text())
+        out.setdefault(doc["experiment"], []).append(doc)
+    for docs_of in out.values():
+        docs_of.sort(key=lambda d: (d["name"] != MAIN, d["name"]))
+    return out
+
+
+def cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def table(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+            + ["| " + " | ".join(cell(row.get(c, "")) for c in columns) + " |" for row in rows])
+
+
+def provenance(doc: dict) -> str:
+    made = ", ".join(doc["commits"])
+    return (f"{doc['runs']} runs ({doc['configurations']} configurations, up to "
+            f"{doc['repeats']} repeats each) at commit {made}"
+            + (f"; changed in every run: {doc['changed']}" if doc["changed"] else "")
+            + (f". {doc['time']}" if doc["time"] else "."))
+
+
+def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
+    lines = []
+    for doc in docs_of:
+        heading = "As planned" if doc["name"] == MAIN else f"Controlled: {doc['name']}"
+        lines += [f"### {heading}", "", provenance(doc), ""]
+        if doc["claims"]:
+            lines += table(doc["claims"]) + [""]
+        lines += ["Every configuration (means ± 95 % half-widths over the repeats):", ""]
+        lines += table(doc["rows"]) + [""]
+        folder = "" if doc["name"] == MAIN else f"{doc['name']}/"
+        lines += [f"![{name}](/figures/{experiment}/{folder}{name})" for name in doc["figures"]
+                  if doc["name"] != MAIN]
+        if doc["name"] != MAIN and doc["figures"]:
+            lines.append("")
+    return lines
+
+
+def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
+    rows = []
+    for experiment, docs_of in everything.items():
+        for doc in docs_of:
+            for claim in doc["claims"]:
+                rows.append({"experiment": f"[{experiment.upper()}]({experiment}.md)",
+                             "runs": doc["name"] if doc["name"] == MAIN else doc["changed"],
+                             "claim": claim["claim"], "verdict": claim["verdict"]})
+    return table(rows) + ([""] if rows else [])
+
+
+def replaced(text: str, block: list[str]) -> str:
+    """The page with its generated block replaced (it must have the markers)."""
+    if BEGIN not in text or END not in text:
+        raise PublishError(f"the page has no block to generate (add {BEGIN} and {END})")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return head + BEGIN + "\n\n" + "\n".join(block) + ("\n" if block else "") + END + tail
+
+
+def pages(docs: Path = DOCS) -> dict[Path, str]:
+    """Every page with a generated block, as it must read."""
+    everything = published(docs)
+    out = {}
+    for experiment in EXPERIMENTS:
+        page = docs / "experiments" / f"{experiment}.md"
+        if page.is_file() and BEGIN in page.read_text():
+            out[page] = replaced(page.read_text(),
+                                 experiment_block(experiment, everything.get(experiment, [])))
+    overview = docs / "experiments" / "reproductions.md"
+    out[overview] = replaced(overview.read_text(), reproductions_block(everything))
+    return out
+
+
+def regenerate(docs: Path = DOCS) -> list[Path]:
+    """Write every page's generated block; the pages that changed."""
+    changed = []
+    for page, text in pages(docs).items():
+        if page.read_text() != text:
+            page.write_text(text)
+            changed.append(page)
+    return changed

@@ -1,0 +1,111 @@
+"""The published results: the pages' generated blocks are what the committed
+docs/results/ files give, and `python -m experiments publish` takes a run folder there."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import pytest
+
+from experiments import publish
+from experiments.__main__ import main
+from experiments.runner import jsonable
+
+
+def test_every_generated_block_is_what_the_published_files_give():
+    """Regenerates each experiment's block and the reproductions table from docs/results/
+    and compares with the pages as committed: a typed number, or a page not regenerated
+    after a publish, fails here."""
+    stale = [str(page.relative_to(publish.DOCS)) for page, text in publish.pages().items()
+             if page.read_text() != text]
+    assert not stale, (f"generated blocks differ from docs/results/ in {stale}: run "
+                       "`python -c 'from experiments import publish; publish.regenerate()'`")
+
+
+def test_every_published_file_names_its_runs():
+    for experiment, docs in publish.published().items():
+        for doc in docs:
+            assert doc["experiment"] == experiment and doc["runs"] >= doc["configurations"] > 0
+            assert doc["commits"] and doc["rows"], doc["name"]
+            for name in doc["figures"]:
+                folder = publish.DOCS / "figures" / experiment
+                assert (folder / ("" if doc["name"] == publish.MAIN else doc["name"]) /
+                        name).is_file(), name
+
+
+@pytest.fixture
+def docs(tmp_path):
+    """A copy of the documentation to publish into."""
+    shutil.copytree(publish.DOCS / "experiments", tmp_path / "docs" / "experiments")
+    return tmp_path / "docs"
+
+
+def e8_folder(tmp_path):
+    """Finished E8 runs (two configurations, three repeats) as a run folder holds them:
+    configuration, versions, counters and telemetry (a delay that doubles at the step)."""
+    folder = tmp_path / "results"
+    plan = {s.label: s for s in publish.EXPERIMENTS["e8"].plan(publish.PlanOptions())}
+    for seed in (1, 2, 3):
+        for name, delay in (("codel", 6.0), ("droptail", 150.0)):
+            label = f"{name}-reno-16f"
+            run = folder / f"{label}.s{seed}"
+            run.mkdir(parents=True)
+            (run / "config.json").write_text(json.dumps(jsonable(plan[label].repeat(seed))))
+            (run / "versions.json").write_text(json.dumps({"p4aqm": "abc123def456"}))
+            (run / "metrics.json").write_text("{}")
+            with open(run / "counters.csv", "w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["t", "enqueued", "seen_packets", "seen_bytes", "prob_drops",
+                                 "forced_drops", "overflow_drops", "notect_drops",
+                                 "marks_incipient", "marks_ce"])
+                writer.writerow([15, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+                writer.writerow([40, 30000 + seed, 30000 + seed, 0, 0, 0, 0, 0, 0, 10 * seed])
+            with open(run / "telemetry.csv", "w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["t", "avg", "qdepth", "prob", "sojourn_ms", "pmax", "group",
+                                 "rtt_ms"])
+                for i in range(4500):
+                    t = 15 + i / 100
+                    ms = (delay + seed / 10) * (2 if 40 <= t < 41 else 1)
+                    writer.writerow([t, 0, round(ms * 1.25), 0, ms, "", 0, 0])
+    (folder / "summary.md").write_text("# E8\n\nTime: 6 runs in 7.5 min (75 s per run).\n")
+    return folder
+
+
+def test_publish_writes_the_summary_the_figures_and_the_pages(tmp_path, docs, monkeypatch):
+    monkeypatch.setattr(publish, "DOCS", docs)
+    folder = e8_folder(tmp_path)
+    written = publish.publish([folder], docs=docs)
+    doc = json.loads((docs / "results" / "e8" / "main.json").read_text())
+    assert doc["commits"] == ["abc123def456"] and doc["runs"] == 6
+    assert doc["configurations"] == 2 and doc["repeats"] == 3
+    assert doc["time"] == "Time: 6 runs in 7.5 min (75 s per run)."
+    assert {row["run"] for row in doc["rows"]} == {"codel-reno-16f", "droptail-reno-16f"}
+    assert doc["claims"] and all(c["verdict"] for c in doc["claims"])
+    page = (docs / "experiments" / "e8.md").read_text()
+    block = page.split(publish.BEGIN)[1].split(publish.END)[0]
+    assert "### As planned" in block and "abc123def456" in block and "codel-reno-16f" in block
+    overview = (docs / "experiments" / "reproductions.md").read_text()
+    assert "[E8](e8.md)" in overview.split(publish.BEGIN)[1]
+    assert docs / "experiments" / "e8.md" in written
+    assert all((docs / "figures" / "e8" / name).is_file() for name in doc["figures"])
+    # Published again: the same pages; as a controlled run: its own heading and figures.
+    assert publish.regenerate(docs) == []
+    publish.publish([folder], "again", docs=docs)
+    page = (docs / "experiments" / "e8.md").read_text()
+    assert page.index("### As planned") < page.index("### Controlled: again")
+    assert (docs / "figures" / "e8" / "again").is_dir()
+
+
+def test_publish_refuses_what_it_cannot_take(tmp_path, capsys, monkeypatch, docs):
+    monkeypatch.setattr(publish, "DOCS", docs)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["publish", str(empty)]) == 2
+    assert "no runs" in capsys.readouterr().err
+    assert main(["publish", str(e8_folder(tmp_path)), "--as", "../escape"]) == 2
+    assert "letters, digits" in capsys.readouterr().err
+    with pytest.raises(publish.PublishError, match="no block to generate"):
+        publish.replaced("a page without markers", [])
