@@ -34,6 +34,11 @@ def console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 220)
 
 
+def new_table(title: str) -> Table:
+    from rich.table import Table
+    return Table(title=title)
+
+
 # An error line quotes input; a line no longer than this stays readable.
 MESSAGE_LIMIT = 300
 
@@ -175,9 +180,8 @@ def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
 
 
 def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
-    from rich.table import Table
-    table = Table(title=f"{state['address']} — "
-                        f"{'connected' if state['connected'] else 'NOT CONNECTED'}")
+    table = new_table(f"{state['address']} — "
+                      f"{'connected' if state['connected'] else 'NOT CONNECTED'}")
     for column in ("port", "algorithm", "parameters", "loop", "queue", "enqueued", "seen",
                    "lost in queue", "marks (inc/CE)", "drops (prob/forced/limit)", "avg",
                    "depth", "state"):
@@ -205,8 +209,7 @@ def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
 
 def switch_table(state: dict) -> Table:
     """What ingress dropped, by reason, and the L2 entries."""
-    from rich.table import Table
-    table = Table(title="switch")
+    table = new_table("switch")
     table.add_column("ingress drops by reason", justify="left")
     table.add_column("packets", justify="right")
     for reason, count in (state["ingress_drops"] or {}).items():
@@ -241,8 +244,7 @@ def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
 
 def groups_table(state: dict, only: tuple[int, ...] = ()) -> Table:
     """AECN's marks and drops per RTT group."""
-    from rich.table import Table
-    table = Table(title="per group (AECN)")
+    table = new_table("per group (AECN)")
     for column in ("port", "group", "marks", "drops"):
         table.add_column(column, justify="right")
     for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):
@@ -349,10 +351,9 @@ def l2(ctx: click.Context, mac: str, port: int | None, remove: bool) -> None:
 
 
 def rates_table(state: dict, previous: dict | None, elapsed: float) -> Table:
-    from rich.table import Table
-    table = Table(title=f"{state['address']} — "
-                        f"{'connected' if state['connected'] else 'NOT CONNECTED'}"
-                        f" — {time.strftime('%H:%M:%S')}")
+    table = new_table(f"{state['address']} — "
+                      f"{'connected' if state['connected'] else 'NOT CONNECTED'}"
+                      f" — {time.strftime('%H:%M:%S')}")
     for column in ("port", "algorithm", "avg", "depth", "Pmax", "state", "pkts/s", "marks/s",
                    "drops/s", "loop"):
         table.add_column(column, justify="right")
