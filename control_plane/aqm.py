@@ -52,7 +52,7 @@ class NoAqm:
     family: ClassVar[str] = ""
     generic: ClassVar[tuple[str, ...]] = ()
     ect1: ClassVar[str] = "not read (no AQM)"
-    groups: ClassVar[tuple[str, ...]] = ()
+    group_names: ClassVar[tuple[str, ...]] = ()
     queues = Aqm.queues
 
     def encode(self, link: Link) -> None:

@@ -231,7 +231,7 @@ def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
 
 def groups_table(state: dict, only: tuple[int, ...] = ()) -> Table:
     """Marks and drops per group: AECN's RTT groups, PI2's and DualPI2's classes."""
-    table = Table(title="per group (AECN's RTT groups, PI2's classes)")
+    table = Table(title="marks and drops per group")
     for column in ("port", "group", "marks", "drops"):
         table.add_column(column, justify="right")
     for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):

@@ -462,7 +462,7 @@ class Controller:
             view.counters = await self.switch.read_counters(port)
             view.enqueued = await self.switch.read_enqueued(port)
             view.group_counters = (await self.switch.read_group_counters(port)
-                                   if type(view.config.aqm).groups else None)
+                                   if type(view.config.aqm).group_names else None)
 
     def snapshot(self) -> dict:
         """The state the CLI shows, as JSON-ready data in physical units."""
@@ -484,7 +484,7 @@ class Controller:
                 "lost_in_queue": view.lost_in_queue(),
                 "counters": vars(view.counters) if view.counters else None,
                 "groups": None if view.group_counters is None else {
-                    "names": list(type(cfg.aqm).groups), **view.group_counters},
+                    "names": list(type(cfg.aqm).group_names), **view.group_counters},
                 "ect1": type(cfg.aqm).ect1,
                 "telemetry": None if rec is None else {
                     "age": now - view.latest_at,

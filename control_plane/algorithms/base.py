@@ -174,7 +174,7 @@ class Aqm:
     # incipient congestion (seed 001), PI2 and DualPI2 as L4S (RFC 9331).
     ect1: ClassVar[str] = "ECN-capable (RFC 3168)"
     # Names of the groups the verdict counts marks and drops for (group_marks, group_drops).
-    groups: ClassVar[tuple[str, ...]] = ()
+    group_names: ClassVar[tuple[str, ...]] = ()
     limit: int = DEFAULT_LIMIT
 
     def encode(self, link: Link) -> Encoded:

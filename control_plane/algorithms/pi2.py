@@ -72,7 +72,7 @@ class Pi2(Aqm):
     action: ClassVar[str] = "pi2"
     reads_sojourn: ClassVar[bool] = True
     ect1: ClassVar[str] = "L4S (RFC 9331)"
-    groups: ClassVar[tuple[str, ...]] = CLASSES
+    group_names: ClassVar[tuple[str, ...]] = CLASSES
     target: float = 0.015        # s
     tupdate: float = 0.016       # s
     alpha: float = 0.16          # Hz
