@@ -198,6 +198,18 @@ def check_wait_branches(records: list[TelemetryRecord], at_two: bool = True) -> 
     return seen
 
 
+def group_counts(records: list[TelemetryRecord]) -> dict[str, list[int]]:
+    """group_marks and group_drops (the first three groups) as the records say: each
+    packet's outcome counted in its group (AECN's RTT group, PI2's class)."""
+    want = {"group_marks": [0, 0, 0], "group_drops": [0, 0, 0]}
+    for r in records:
+        if Outcome(r.outcome) == Outcome.MARK:
+            want["group_marks"][r.group] += 1
+        elif Outcome(r.outcome).is_drop:
+            want["group_drops"][r.group] += 1
+    return want
+
+
 def check_marks_follow_probability(records: list[TelemetryRecord],
                                    live: Callable[[TelemetryRecord], bool] | None = None) -> int:
     """Unseeded runs of the algorithms that mark with a plain probability p (NEWQUE, BLUE,

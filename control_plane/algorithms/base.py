@@ -266,6 +266,19 @@ class IntervalClock:
         return True, missed
 
 
+def update_interval(seconds: float, name: str, link: Link) -> int:
+    """A delay-based AQM's update interval (PIE, PI2), in whole microseconds: longer than
+    one packet's service time at the port's rate, so that an interval without a departure
+    means an empty queue."""
+    interval = interval_us(seconds, name)
+    if seconds <= 1 / link.pps:
+        raise ConfigError(
+            f"{name} ({seconds} s) must be longer than one packet's service time at the "
+            f"port's rate (1 / {link.pps:g} packets/s): an interval without a departure must "
+            "mean an empty queue")
+    return interval
+
+
 def elapsed_since(a: int, b: int) -> int:
     """lib.p4's elapsed_since(): USEC48 b - a, or 0 if b is before a."""
     d = (b - a) & U48

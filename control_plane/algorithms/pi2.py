@@ -53,7 +53,7 @@ from typing import ClassVar
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import (Aqm, Arrival, ConfigError, Decision, Encoded,
                                            IntervalClock, Link, TableAction, checked, ecn_mode,
-                                           interval_us, inverse_interval, number)
+                                           inverse_interval, number, update_interval)
 from control_plane.dataplane import Ecn, Event, Region
 
 CLASSIC, L4S = 0, 1
@@ -84,12 +84,7 @@ class Pi2(Aqm):
         limit = self._limit()
         mode = ecn_mode(self.ecn)
         number(self.target, "target", 0.0, 10.0)
-        tupdate = interval_us(self.tupdate, "tupdate")
-        if self.tupdate <= 1 / link.pps:
-            raise ConfigError(
-                f"tupdate ({self.tupdate} s) must be longer than one packet's service time at "
-                f"the port's rate (1 / {link.pps:g} packets/s): an interval without a departure "
-                "must mean an empty queue")
+        tupdate = update_interval(self.tupdate, "tupdate", link)
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= K_MAX:
             raise ConfigError(f"k must be a whole number in [1, {K_MAX}], got {self.k!r}")
         target = checked(fp.to_usec, self.target, "target")

@@ -13,7 +13,7 @@ from dataclasses import fields
 import pytest
 
 from conformance import (PORT, RATE_PPS, all_entries, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, run_pattern, tally)
+                         check_refused_without_writes, group_counts, run_pattern, tally)
 from control_plane.algorithms.base import Link, QueueSetting
 from control_plane.algorithms.pi2 import CLASSIC, L4S
 from control_plane.aqm import ConfigError, DualPi2, Pi2, PortConfig
@@ -168,15 +168,6 @@ async def test_switch_equals_golden_model_packet_by_packet(dual_switch, dual_tes
     assert max(r.count for r in records) > 10
     assert await dual_switch.read_group_counters(PORT) == group_counts(records)
 
-
-def group_counts(records) -> dict[str, list[int]]:
-    want = {"group_marks": [0, 0, 0], "group_drops": [0, 0, 0]}
-    for r in records:
-        if Outcome(r.outcome) == Outcome.MARK:
-            want["group_marks"][r.group] += 1
-        elif Outcome(r.outcome).is_drop:
-            want["group_drops"][r.group] += 1
-    return want
 
 
 # An unresponsive L flow at twice the port's rate beside a classic flow at half of it: 4 L

@@ -11,14 +11,14 @@ import pytest
 
 from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
                          check_marks_follow_probability, check_refused_without_writes,
-                         run_pattern, tally)
+                         group_counts, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.pi2 import CLASSIC, L4S, Pi2Model
 from control_plane.aqm import ConfigError, Pi2, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
-from modeling import run_model
+from modeling import check_updates_on_grid, departures, run_model
 
 TUPDATE_US = 16_000
 
@@ -76,33 +76,12 @@ def test_one_update_is_rfc_9332_s_formula(p, cur_ms, old_ms):
     assert got == pytest.approx(rfc_update(p, cur_ms / 1000, old_ms / 1000), abs=1e-8)
 
 
-def departures(delays_ms, every_us=1000, start=1_000_000, left=5, ecn=Ecn.ECT0,
-               found=5) -> list[Arrival]:
-    """One departure every `every_us`, each with its sojourn, leaving `left` queued."""
-    return [Arrival(qdepth=found, enq_ts=start + i * every_us - round(d * 1000),
-                    deq_timedelta=round(d * 1000), ecn=ecn, length=100, ip_id=i + 1,
-                    egress_ts=start + i * every_us, deq_qdepth=left)
-            for i, d in enumerate(delays_ms)]
-
 
 def test_updates_run_on_a_fixed_grid_with_the_delay_before_the_boundary():
     """One update per tupdate, run by the first packet departing at or after each boundary,
     using the sojourn of the packet before it, p' following the RFC's formula."""
-    delays = [18 + 10 * math.sin(i / 50) for i in range(3000)]
-    packets = departures(delays)
-    _, recs = run_model(Pi2(), packets)
-    p, old, boundary, updates = 0.0, 0.0, packets[0].departure + TUPDATE_US, 0
-    for i, (pkt, rec) in enumerate(zip(packets, recs)):
-        if pkt.departure >= boundary:
-            cur = packets[i - 1].deq_timedelta
-            assert rec.event == Event.UPDATE and rec.count == 1 and rec.avg == cur
-            p = rfc_update(p, cur / 1e6, old / 1e6)
-            old, boundary, updates = cur, boundary + TUPDATE_US, updates + 1
-            assert rec.state0 == old
-        else:
-            assert rec.event == Event.NONE and rec.count == 0
-        assert abs(rec.state1 / 2**32 - p) < 1e-7
-    assert updates == 2999 * 1000 // TUPDATE_US
+    recs = check_updates_on_grid(Pi2(), [18 + 10 * math.sin(i / 50) for i in range(3000)],
+                                 TUPDATE_US, rfc_update, lambda rec: rec.state1)
     assert max(r.state1 for r in recs) > 2**32 // 20
 
 
@@ -263,16 +242,6 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     assert {CLASSIC, L4S} == {r.group for r in records}
     assert await switch.read_group_counters(PORT) == group_counts(records)
 
-
-def group_counts(records) -> dict[str, list[int]]:
-    """group_marks and group_drops as the records say: one group per class."""
-    want = {"group_marks": [0, 0, 0], "group_drops": [0, 0, 0]}
-    for r in records:
-        if Outcome(r.outcome) == Outcome.MARK:
-            want["group_marks"][r.group] += 1
-        elif Outcome(r.outcome).is_drop:
-            want["group_drops"][r.group] += 1
-    return want
 
 
 @pytest.mark.p4
