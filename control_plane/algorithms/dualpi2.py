@@ -64,7 +64,6 @@ DUAL_CHARGED, DUAL_PACED = 1, 2
 @dataclass(frozen=True, kw_only=True)
 class DualPi2(Pi2):
     action: ClassVar[str] = "dualpi2"
-    family: ClassVar[str] = "pi2"
     step_thresh: float | None = None   # s; None: max(1 ms, 2 / the port's rate)
     step_qlen: int = 1                 # packets found in the L queue for the step to mark
     l_rate: float = 1.0                # the L queue's rate, a fraction of the port's

@@ -70,6 +70,7 @@ def packet_class(ecn: Ecn) -> int:
 @dataclass(frozen=True, kw_only=True)
 class Pi2(Aqm):
     action: ClassVar[str] = "pi2"
+    family: ClassVar[str] = "pi2"      # DualPI2 keeps PI2's parameters, and back
     reads_sojourn: ClassVar[bool] = True
     ect1: ClassVar[str] = "L4S (RFC 9331)"
     group_names: ClassVar[tuple[str, ...]] = CLASSES

@@ -16,7 +16,7 @@ from conformance import (PORT, RATE_PPS, all_entries, check_against_model, check
                          check_refused_without_writes, group_counts, run_pattern, tally)
 from control_plane.algorithms.base import Link, QueueSetting
 from control_plane.algorithms.pi2 import CLASSIC, L4S
-from control_plane.aqm import ConfigError, DualPi2, Pi2, PortConfig
+from control_plane.aqm import ConfigError, DualPi2, Pi2, PortConfig, change
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival, PortCounters
 from modeling import run_model
@@ -59,6 +59,13 @@ def test_encoding_classifies_at_ingress_and_needs_two_queues():
     assert encoded.priority_queues == 2
     assert [(r.table, r.match, r.action) for r in encoded.rules] == [
         ("dualpi2_queue", (), "l_queue")]
+
+
+def test_a_change_between_pi2_and_dualpi2_keeps_the_shared_parameters():
+    config = PortConfig(port=2, aqm=Pi2(target=0.01, k=3), link_pps=833.0)
+    dual = change(config, "dualpi2", {"l_rate": "0.5"})
+    assert dual.aqm == DualPi2(target=0.01, k=3, l_rate=0.5)
+    assert change(dual, "pi2", {}).aqm == Pi2(target=0.01, k=3)
 
 
 def test_the_queues_are_the_classic_at_the_port_rate_and_the_l_at_its_share():
