@@ -12,19 +12,20 @@ import json
 import logging
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import finsy as fy
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks import control, dataplane, instructions, profile, transport
 from benchmarks.dataplane import Case
 from control_plane import toolchain
+from control_plane.algorithms.base import Link
 from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn, Newque, Pi,
                               Pi2, Pie, Red, RedEcn, Rem)
 from control_plane.build import REPO, Artifacts, compile_program
@@ -186,12 +187,16 @@ def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, tuple
 
 
 def runs_on(case: Case, program: Artifacts) -> bool:
-    """Does the compiled program have the case's aqm_config action (an older revision may
-    predate the algorithm)?"""
+    """Does the compiled program take the case's aqm_config action as this tree writes it
+    (an older revision may predate the algorithm, or a parameter of it)?"""
     if case.aqm is None:
         return True
-    return re.search(rf'name: "[\w.]*\.{type(case.aqm).action}"',
-                     program.p4info_txt.read_text()) is not None
+    action = case.aqm.encode(Link(100_000.0)).action
+    try:
+        known = {param.name for param in fy.P4Schema(program.p4info_txt).actions[action.name].params}
+    except (KeyError, ValueError):
+        return False
+    return set(action.params) <= known
 
 
 def compile_revision(revision: str, folder: Path) -> Artifacts:
