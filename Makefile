@@ -73,7 +73,8 @@ $(EXPERIMENTS) transport: build
 	$(PY) -m experiments run $@
 
 ## bench: data-plane and control-plane benchmarks -> results/bench/*.json (~25 min, root);
-## BENCH="--compare REV --instructions-only": this tree's instruction counts against REV's p4src
+## BENCH="--compare REV --instructions-only": this tree's instruction counts against REV's p4src;
+## BENCH=--control-only: only the control plane (P4Runtime, loops, telemetry, aqmctl's latency)
 bench:
 	$(PY) -m benchmarks $(BENCH)
 

@@ -1,5 +1,5 @@
-"""python -m benchmarks [--out results/bench] [--quick] [--instructions-only] [--compare REV]:
-data-plane and control-plane benchmarks, one JSON document and a table. Speed is a ratio
+"""python -m benchmarks [--out results/bench] [--quick] [--instructions-only | --control-only]
+[--compare REV]: data-plane and control-plane benchmarks, one JSON document and a table. Speed is a ratio
 against a baseline measured in the same run: these machines are noisy. The steady figure
 is the instructions BMv2 executes per packet (callgrind), which the machine's load does not
 change. --compare REV counts them also for p4src/ as it is in git revision REV, driven by
@@ -97,8 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
     parser.add_argument("--quick", action="store_true", help="64 B only, no sweeps, 20 s loops")
-    parser.add_argument("--instructions-only", action="store_true",
-                        help="only the instruction counts (no CPU time, control plane, transport)")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--instructions-only", action="store_true",
+                      help="only the instruction counts (no CPU time, control plane, transport)")
+    only.add_argument("--control-only", action="store_true",
+                      help="only the control plane: P4Runtime, loops, telemetry, aqmctl "
+                           "(a few minutes)")
     parser.add_argument("--compare", metavar="REV",
                         help="also count p4src/ of this git revision, side by side")
     parser.add_argument("--peers", metavar="FOLDER", type=Path,
@@ -124,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
            "method": {"trial_seconds": dataplane.TRIAL_SECONDS,
                       "loss_free": dataplane.LOSS_FREE, "source": "tcpreplay --pps"}}
 
+    if args.control_only:
+        doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
+        return finish(doc, args.out, started)
     if not args.instructions_only:
         probe = dataplane.make_pcap(work, Case("probe", "trivial"))
         doc["source_ceiling_pps"] = dataplane.source_ceiling(work, probe)
@@ -148,12 +155,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.instructions_only:
         doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
         doc["transport"] = transport.run(work, 5.0 if args.quick else 15.0)
-    doc["elapsed_s"] = time.monotonic() - started
+    return finish(doc, args.out, started)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+def finish(doc: dict, out: Path, started: float) -> int:
+    """The JSON document written, the tables printed."""
+    doc["elapsed_s"] = time.monotonic() - started
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(doc, indent=1))
-    (args.out / "latest.json").write_text(json.dumps(doc, indent=1))
+    (out / "latest.json").write_text(json.dumps(doc, indent=1))
     print_tables(doc)
     console.print(f"JSON: {path}  ({doc['elapsed_s']:.0f} s)")
     return 0
@@ -348,11 +359,15 @@ def print_control(doc: dict) -> None:
     for label, s in c["telemetry"].items():
         table.add_row(f"telemetry, {label}",
                       f"{s['records_per_s']:.0f} records/s, loss {s['loss_percent']:.2f} %")
+    for command, s in c["cli"].items():
+        table.add_row(f"aqmctl {command} (process start to exit)",
+                      f"median {s['median_ms']:.0f} ms, p99 {s['p99_ms']:.0f} ms (n={s['n']})")
     table.add_row("golden model", f"{c['golden_model']['packets_per_s']:.0f} packets/s")
-    t = doc["transport"]
-    table.add_row(f"MECN sender, {t['bottleneck_mbps']:.0f} Mb/s tbf bottleneck",
-                  f"{t['goodput_mbps']:.2f} Mb/s ({100 * t['fill']:.0f} % of the link), "
-                  f"{100 * t['sender_cores']:.1f} % of a core")
+    t = doc.get("transport")
+    if t:
+        table.add_row(f"MECN sender, {t['bottleneck_mbps']:.0f} Mb/s tbf bottleneck",
+                      f"{t['goodput_mbps']:.2f} Mb/s ({100 * t['fill']:.0f} % of the link), "
+                      f"{100 * t['sender_cores']:.1f} % of a core")
     console.print(table)
 
 

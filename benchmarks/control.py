@@ -1,10 +1,13 @@
 """Control-plane cost: P4Runtime write and counter-read latency, adaptation-loop period
-error, telemetry delivery, and the golden model's speed."""
+error, telemetry delivery, aqmctl's latency per command, and the golden model's speed."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -141,6 +144,62 @@ async def loops_and_telemetry(bed: Testbed, artifacts: Artifacts, seconds: float
     return {"loop_period": loops, "telemetry": telemetry}
 
 
+# The installed command, as a user runs it (start-up and imports included).
+AQMCTL = Path(sys.executable).parent / "aqmctl"
+# Each command as typed; `set` alternates between two values so every one is a write.
+CLI_COMMANDS = {"--help": lambda k: ["--help"],
+                "show": lambda k: ["show"],
+                "show --json": lambda k: ["show", "--json"],
+                "set": lambda k: ["set", "2", f"maxp={0.1 + 0.1 * (k % 2):g}"],
+                "loop": lambda k: ["loop", "2", "ared" if k % 2 else "off"],
+                "events": lambda k: ["events"]}
+
+
+def cli_latency(workdir: Path, artifacts: Artifacts, aqmctl: Path = AQMCTL,
+                n: int = 30) -> dict:
+    """aqmctl's wall time per command, from the process's start to its exit, against a
+    controller (`aqmctl serve`) holding two ports of a switch. `aqmctl` may be another
+    checkout's (its own controller then serves), to compare before and after a change."""
+    folder = workdir / "cli"
+    with Testbed(workdir=folder / "switch", ports=(1, 2), log_level="off") as bed:
+        config = folder / "aqm.toml"
+        config.write_text(f'switch = "{bed.switch.config.grpc_address}"\n'
+                          f'build = "{artifacts.bmv2_json.parent}"\n'
+                          f'netns = "{bed.switch_ns.name}"\n'
+                          '[[port]]\nport = 1\nlink_pps = 5000\n'
+                          '[[port]]\nport = 2\nlink_pps = 500\nalgorithm = "red_ecn"\n')
+        sock = folder / "aqm.sock"
+        with open(folder / "serve.log", "w") as log:
+            serve = subprocess.Popen([str(aqmctl), "--socket", str(sock), "serve", str(config)],
+                                     stdout=log, stderr=subprocess.STDOUT)
+            try:
+                connected(aqmctl, sock, limit=30.0)
+                out = {}
+                for name, args in CLI_COMMANDS.items():
+                    seconds = []
+                    for k in range(n):
+                        start = time.perf_counter()
+                        subprocess.run([str(aqmctl), "--socket", str(sock), *args(k)],
+                                       capture_output=True, check=True, timeout=30)
+                        seconds.append(time.perf_counter() - start)
+                    out[name] = latency_summary(seconds)
+            finally:
+                serve.terminate()
+                serve.wait(10)
+    return out
+
+
+def connected(aqmctl: Path, sock: Path, limit: float) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        shown = subprocess.run([str(aqmctl), "--socket", str(sock), "show", "--json"],
+                               capture_output=True, text=True, timeout=30)
+        if shown.returncode == 0 and json.loads(shown.stdout)["connected"]:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"aqmctl serve not connected after {limit} s: see {sock.parent}")
+
+
 def golden_model_speed(n: int = 200_000) -> dict:
     program = PortConfig(port=2, aqm=Red(wq=0.05, limit=10_000), link_pps=1000,
                          telemetry_interval=0.0).encode()
@@ -160,4 +219,5 @@ def run(workdir: Path, artifacts: Artifacts, loop_seconds: float) -> dict:
                                                 bed.ports))
     with Testbed(workdir=workdir / "loops", ports=(1, 2, 3), log_level="off") as bed:
         loops = asyncio.run(loops_and_telemetry(bed, artifacts, loop_seconds))
-    return {"p4runtime": latency, **loops, "golden_model": golden_model_speed()}
+    return {"p4runtime": latency, **loops, "cli": cli_latency(workdir, artifacts),
+            "golden_model": golden_model_speed()}

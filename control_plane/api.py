@@ -1,7 +1,8 @@
-"""The controller's local API: HTTP/JSON on a Unix socket (aiohttp server and client).
+"""The controller's local API: HTTP/JSON on a Unix socket, served by aiohttp (the client
+is control_plane/api_client.py).
 
-A Unix socket keeps the API on this machine and under file permissions; aiohttp gives
-both ends, so there is no hand-written protocol.
+A Unix socket keeps the API on this machine and under file permissions. While the switch
+is away, every answer carries the SWITCH_AWAY header: one line saying so.
 
     GET  /state                  ports, configuration, counters, latest telemetry
     POST /ports/{port}           {"algorithm": str|null, "values": {name: text}}
@@ -12,26 +13,15 @@ both ends, so there is no hand-written protocol.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import asdict
 from pathlib import Path
 
-import aiohttp
 from aiohttp import web
 
-from control_plane.aqm import ConfigError, parse_value, shown_input
+from control_plane.api_client import SWITCH_AWAY
+from control_plane.aqm import PARAMETERS, ConfigError, parse_value, shown_input
 from control_plane.controller import Controller, LoopSpec, SwitchUnavailable
-
-
-def default_socket() -> Path:
-    """$P4AQM_SOCKET, else $XDG_RUNTIME_DIR/p4aqm.sock, else /tmp/p4aqm-<uid>.sock."""
-    if os.environ.get("P4AQM_SOCKET"):
-        return Path(os.environ["P4AQM_SOCKET"])
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "p4aqm.sock"
-    return Path(f"/tmp/p4aqm-{os.getuid()}.sock")
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -62,6 +52,9 @@ def make_app(ctl: Controller) -> web.Application:
     @routes.post("/ports/{port}")
     async def set_port(request: web.Request) -> web.Response:
         body = await body_of(request)
+        if body.get("algorithm") in PARAMETERS:
+            raise ConfigError(f"malformed setting {shown_input(body['algorithm'])}: use "
+                              "name=value")
         values = body.get("values") or {}
         if not isinstance(values, dict):
             raise ConfigError("values must be an object of name: text")
@@ -100,13 +93,17 @@ def make_app(ctl: Controller) -> web.Application:
     @web.middleware
     async def errors(request: web.Request, handler):
         try:
-            return await handler(request)
+            response = await handler(request)
         except ConfigError as err:
-            return _error(400, str(err))
+            response = _error(400, str(err))
         except SwitchUnavailable as err:
-            return _error(503, str(err))
+            response = _error(503, str(err))
         except Exception as err:  # a P4Runtime error from the switch
-            return _error(502, f"{type(err).__name__}: {err}")
+            response = _error(502, f"{type(err).__name__}: {err}")
+        away = ctl.switch_away()
+        if away:
+            response.headers[SWITCH_AWAY] = away
+        return response
 
     app = web.Application(middlewares=[errors])
     app.add_routes(routes)
@@ -120,29 +117,3 @@ async def serve(ctl: Controller, path: Path) -> web.AppRunner:
     await web.UnixSite(runner, str(path)).start()
     os.chmod(path, 0o600)
     return runner
-
-
-class ApiError(RuntimeError):
-    """The controller refused a request or cannot be reached; str() is one clear line."""
-
-
-class ApiClient:
-    def __init__(self, path: Path):
-        self.path = path
-
-    def request(self, method: str, url: str, body: dict | None = None):
-        return asyncio.run(self._request(method, url, body))
-
-    async def _request(self, method: str, url: str, body: dict | None):
-        if not self.path.exists():
-            raise ApiError(f"no controller at {self.path} (start one with 'aqmctl serve')")
-        try:
-            async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(str(self.path)),
-                                             timeout=aiohttp.ClientTimeout(total=30)) as s:
-                async with s.request(method, f"http://p4aqm{url}", json=body) as response:
-                    data = await response.json()
-                    if response.status != 200:
-                        raise ApiError(data.get("error", f"HTTP {response.status}"))
-                    return data
-        except aiohttp.ClientConnectionError as err:
-            raise ApiError(f"no controller answers at {self.path}: {err}") from None

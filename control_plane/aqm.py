@@ -9,7 +9,6 @@ typed as text (the CLI, TOML files).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 from typing import ClassVar, Union
 
@@ -22,11 +21,12 @@ from control_plane.algorithms.base import (DEFAULT_LIMIT, Aqm, ConfigError, Enco
                                            TableAction, checked)
 from control_plane.algorithms.red import DEFAULT_WQ
 from control_plane.lookup import TABLE_ENTRIES, TableRows
+from control_plane.values import parse_value, shown_input
 
 __all__ = ["ALGORITHMS", "Aecn", "Aqm", "Blue", "Codel", "ConfigError", "DEFAULT_LIMIT",
-           "DEFAULT_WQ", "DropTail", "DualPi2", "Ecnm", "Mecn", "Newque", "NoAqm", "Pi", "Pi2",
-           "Pie", "PortConfig", "PortProgram", "Red", "RedEcn", "Rem", "TABLE_ENTRIES",
-           "TableAction", "change", "parse_value", "port_seed", "shown_input"]
+           "DEFAULT_WQ", "DropTail", "DualPi2", "Ecnm", "Mecn", "Newque", "NoAqm", "PARAMETERS",
+           "Pi", "Pi2", "Pie", "PortConfig", "PortProgram", "Red", "RedEcn", "Rem",
+           "TABLE_ENTRIES", "TableAction", "change", "parse_value", "port_seed", "shown_input"]
 
 AnyAqm = Union[tuple(ALGORITHMS.values())]
 
@@ -120,51 +120,10 @@ class PortConfig:
 
 # ----- changes typed as text ---------------------------------------------------------------
 
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-# The word for an optional field's derived value (BLUE's threshold, PI's qref, a capacity).
-_AUTO = {"auto"}
 PORT_FIELDS = ("link_pps", "seed", "bmv2_random", "telemetry_interval")
-# Longer whole numbers are refused before int() (which refuses 4 300 digits with an error
-# of its own): no parameter needs more than 64 bits.
-NUMBER_DIGITS = 24
-
-
-def shown_input(text: str) -> str:
-    """The value as an error quotes it: bounded, so a huge input stays one short line."""
-    return repr(text if len(text) <= 40 else text[:40] + "...")
-
-
-def parse_value(name: str, kind: str, text: str) -> object:
-    """Text to a value of a field annotated `kind` ("float", "int", "bool", with
-    "| None" for optional ones). Only plain ASCII decimal numbers are numbers; NaN and
-    infinities are refused."""
-    def fail(what: str) -> ConfigError:
-        return ConfigError(f"{name}: cannot read {shown_input(text)} as {what}")
-
-    optional = "None" in kind
-    words = {"off"} if name == "telemetry_interval" else _AUTO
-    if optional and text.lower() in words:
-        return None
-    if kind.startswith("str"):
-        return text
-    if kind.startswith("bool"):
-        if text.lower() not in _TRUE | _FALSE:
-            raise fail("true or false")
-        return text.lower() in _TRUE
-    if kind.startswith("int"):
-        if not _INTEGER.fullmatch(text):
-            raise fail("a whole number" + (f" or {'/'.join(sorted(words))}" if optional else ""))
-        if len(text) > NUMBER_DIGITS:
-            raise fail(f"a number of at most {NUMBER_DIGITS} digits")
-        return int(text)
-    if not _DECIMAL.fullmatch(text):
-        raise fail("a decimal number" + (f" or {'/'.join(sorted(words))}" if optional else ""))
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise fail("a finite number")
-    return value
+# Every name a change may give: a `set` whose first word is one of these lacks its value.
+PARAMETERS = frozenset({f.name for cls in ALGORITHMS.values() for f in fields(cls)}
+                       | {f.name for f in fields(PortConfig)} | {"target_delay"})
 
 
 def _automatic(cls: type[Aqm], values: dict[str, str], link_pps: float) -> dict[str, str]:

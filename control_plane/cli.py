@@ -1,36 +1,42 @@
 """aqmctl: run the controller and tune a running switch's AQM from the shell.
 
 click gives the subcommands and their --help, rich the tables and the live view.
-Every error is one line on stderr and a non-zero exit.
+Every error is one line on stderr and a non-zero exit. A command imports only what it
+uses (a shell loop of `set`s waits on each): the others talk to the controller with the
+standard library (api_client); only `serve` loads the controller (finsy, aiohttp), only
+`show` and `watch` rich, only `set --help` the algorithms.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import signal
+import functools
+import json
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
 
-from control_plane import toolchain
-from control_plane.aqm import (ALGORITHMS, ConfigError, NoAqm, PortConfig, parse_value,
-                               shown_input)
-from control_plane.api import ApiClient, ApiError, default_socket, serve
-from control_plane.config_file import load_controller
+from control_plane.api_client import ApiClient, ApiError, default_socket
 from control_plane.dataplane import MAX_DATA_PORT
-from control_plane.switch import DeviceIdMismatch
+from control_plane.values import ConfigError, parse_value, shown_input
 
-# Piped output (logs, tests) gets wide lines instead of rich's 80-column wrapping.
-console = Console(width=None if sys.stdout.isatty() else 220)
-PARAMETERS = {f.name for cls in ALGORITHMS.values() for f in fields(cls)} | {
-    f.name for f in fields(PortConfig)} | {"target_delay"}
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+
+@functools.cache
+def console() -> Console:
+    from rich.console import Console
+    # Piped output (logs, tests) gets wide lines instead of rich's 80-column wrapping.
+    return Console(width=None if sys.stdout.isatty() else 220)
+
+
+def new_table(title: str) -> Table:
+    from rich.table import Table
+    return Table(title=title)
 
 
 # An error line quotes input; a line no longer than this stays readable.
@@ -111,10 +117,17 @@ def main(ctx: click.Context, socket_path: Path | None) -> None:
 
 
 def call(ctx: click.Context, method: str, url: str, body: dict | None = None):
+    """The controller's answer; a refusal is the command's one error line. While the
+    switch is away the controller says so, and so does the command (once)."""
+    client: ApiClient = ctx.obj
+    said = client.switch_away
     try:
-        return ctx.obj.request(method, url, body)
+        answer = client.request(method, url, body)
     except ApiError as err:
         fail(str(err))
+    if client.switch_away and client.switch_away != said:
+        click.echo(f"aqmctl: {client.switch_away}", err=True)
+    return answer
 
 
 @main.command("serve")
@@ -123,6 +136,15 @@ def call(ctx: click.Context, method: str, url: str, body: dict | None = None):
 @click.pass_context
 def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
     """Run the controller for the switch described in CONFIG (TOML), in the foreground."""
+    import asyncio
+    import logging
+    import signal
+
+    from control_plane import toolchain
+    from control_plane.api import serve
+    from control_plane.config_file import load_controller
+    from control_plane.switch import DeviceIdMismatch
+
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("finsy").setLevel(logging.DEBUG if verbose else logging.WARNING)
@@ -158,8 +180,8 @@ def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
 
 
 def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
-    table = Table(title=f"{state['address']} — "
-                        f"{'connected' if state['connected'] else 'NOT CONNECTED'}")
+    table = new_table(f"{state['address']} — "
+                      f"{'connected' if state['connected'] else 'NOT CONNECTED'}")
     for column in ("port", "algorithm", "parameters", "ECT(1)", "loop", "queue", "enqueued",
                    "seen", "lost in queue", "marks (inc/CE)", "drops (prob/forced/limit)", "avg",
                    "depth", "state"):
@@ -195,7 +217,7 @@ def queues(settings: list[dict] | None) -> str:
 
 def switch_table(state: dict) -> Table:
     """What ingress dropped, by reason, and the L2 entries."""
-    table = Table(title="switch")
+    table = new_table("switch")
     table.add_column("ingress drops by reason", justify="left")
     table.add_column("packets", justify="right")
     for reason, count in (state["ingress_drops"] or {}).items():
@@ -220,18 +242,18 @@ def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
         fail(f"unknown port {unknown[0]}: this switch has ports "
              f"{sorted(int(p) for p in state['ports'])}")
     if as_json:
-        click.echo(__import__("json").dumps(state, indent=2))
+        click.echo(json.dumps(state, indent=2))
     else:
-        console.print(ports_table(state, ports))
-        console.print(switch_table(state))
+        console().print(ports_table(state, ports))
+        console().print(switch_table(state))
         groups = groups_table(state, ports)
         if groups.row_count:
-            console.print(groups)
+            console().print(groups)
 
 
 def groups_table(state: dict, only: tuple[int, ...] = ()) -> Table:
     """Marks and drops per group: AECN's RTT groups, PI2's and DualPI2's classes."""
-    table = Table(title="marks and drops per group")
+    table = new_table("marks and drops per group")
     for column in ("port", "group", "marks", "drops"):
         table.add_column(column, justify="right")
     for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):
@@ -253,6 +275,9 @@ def shown(value) -> str:
 
 def set_help() -> str:
     """The set command's help, with every algorithm's parameters and defaults."""
+    from dataclasses import fields
+
+    from control_plane.aqm import ALGORITHMS, NoAqm
     lines = ["Set a port's algorithm and parameters, in physical units (packets,",
              "probabilities, seconds, packets/s).", "", "\b",
              "aqmctl set 2 red_ecn minth=5 maxth=15 maxp=0.1 wq=0.002",
@@ -277,7 +302,16 @@ def set_help() -> str:
     return "\n".join(lines)
 
 
-@main.command("set", help=set_help(), context_settings=LENIENT)
+class SetCommand(click.Command):
+    """set, whose help (every algorithm's parameters) is built only when asked for."""
+
+    def get_help(self, ctx: click.Context) -> str:
+        self.help = set_help()
+        return super().get_help(ctx)
+
+
+@main.command("set", cls=SetCommand, context_settings=LENIENT,
+              short_help="Set a port's algorithm and parameters, in physical units.")
 @click.argument("port", type=PORT)
 @click.argument("settings", nargs=-1, required=True)
 @click.pass_context
@@ -290,8 +324,8 @@ def set_cmd(ctx: click.Context, port: int, settings: tuple[str, ...]) -> None:
             if key in values:
                 fail(f"{shown_input(key)} is given twice")
             values[key] = value
-        elif i == 0 and not eq and item not in PARAMETERS:
-            algorithm = item
+        elif i == 0 and not eq:
+            algorithm = item    # the controller refuses a parameter's name without value
         else:
             fail(f"malformed setting {shown_input(item)}: use name=value")
     result = call(ctx, "POST", f"/ports/{port}", {"algorithm": algorithm, "values": values})
@@ -329,9 +363,9 @@ def l2(ctx: click.Context, mac: str, port: int | None, remove: bool) -> None:
 
 
 def rates_table(state: dict, previous: dict | None, elapsed: float) -> Table:
-    table = Table(title=f"{state['address']} — "
-                        f"{'connected' if state['connected'] else 'NOT CONNECTED'}"
-                        f" — {time.strftime('%H:%M:%S')}")
+    table = new_table(f"{state['address']} — "
+                      f"{'connected' if state['connected'] else 'NOT CONNECTED'}"
+                      f" — {time.strftime('%H:%M:%S')}")
     for column in ("port", "algorithm", "avg", "depth", "Pmax", "state", "pkts/s", "marks/s",
                    "drops/s", "loop"):
         table.add_column(column, justify="right")
@@ -373,9 +407,10 @@ def live_state(telemetry: dict | None) -> str:
 @click.pass_context
 def watch(ctx: click.Context, period: float, once: bool) -> None:
     """Live view: average, depth, Pmax, probability, packet/mark/drop rates per port."""
+    from rich.live import Live
     previous = call(ctx, "GET", "/state")
     last = time.monotonic()
-    with Live(rates_table(previous, None, 0), console=console, auto_refresh=False) as live:
+    with Live(rates_table(previous, None, 0), console=console(), auto_refresh=False) as live:
         try:
             while True:
                 time.sleep(period)

@@ -30,7 +30,7 @@ from control_plane.bmv2 import QueueControl, SwitchError, queue_commands
 from control_plane.build import Artifacts
 from control_plane.forwarding import Route
 from control_plane.golden import PortCounters
-from control_plane.switch import AqmSwitch
+from control_plane.switch import RECONNECT_PAUSE, AqmSwitch
 from control_plane.toolchain import ToolMissing
 from control_plane.telemetry import TelemetryRecord
 
@@ -352,14 +352,20 @@ class Controller:
         self.log(port, "cli", f"l2 {mac} " + (f"-> port {port}" if port is not None
                                                 else "removed"))
 
-    def require_switch(self) -> None:
+    def switch_away(self) -> str | None:
+        """Why the switch cannot take a write now, in one line (None: it can)."""
         if self.ready.is_set():
-            return
+            return None
         if self.switch.sw.is_up:
-            raise SwitchUnavailable(f"switch at {self.address}: pipeline not loaded yet "
-                                    "(the controller is pushing it); try again")
-        raise SwitchUnavailable(f"switch at {self.address} is unreachable; the controller "
-                                "keeps reconnecting")
+            return (f"switch at {self.address}: pipeline not loaded yet (the controller is "
+                    "pushing it); try again")
+        return (f"switch at {self.address} is unreachable; the controller keeps reconnecting "
+                f"(every {RECONNECT_PAUSE} s)")
+
+    def require_switch(self) -> None:
+        away = self.switch_away()
+        if away:
+            raise SwitchUnavailable(away)
 
     async def set_loop(self, port: int, spec: LoopSpec | None, run: bool = True) -> None:
         """Start (or with spec None stop) a port's loop; run=False leaves the stepping to

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator, Awaitable, Callable, Iterable
 
 import finsy as fy
+from finsy import p4client
+from finsy.grpcutil import GRPCChannelArgumentType
 from finsy.switch import SwitchFailFastError
 
 from control_plane import dataplane as dp
@@ -31,6 +33,29 @@ LOG = logging.getLogger("p4aqm.switch")
 RECONNECT_PAUSE = 0.25        # s between connection attempts while the switch is away
 DEVICE_IDS_PROBED = range(16)
 PROBE_TIMEOUT = 5.0           # s for one probe's connection and pipeline push
+
+
+# Every P4Runtime channel keeps its subchannels to itself (gRPC's channel argument).
+OWN_SUBCHANNELS = ("grpc.use_local_subchannel_pool", 1)
+
+
+class _ChannelOptions(p4client.GRPCOptions):
+    """finsy's channel options and OWN_SUBCHANNELS. finsy 0.30's P4Client.open takes no
+    channel options: it builds them from p4client.GRPCOptions, which this replaces.
+
+    In gRPC's global pool, channels to one address share a subchannel, and with it the
+    subchannel's back-off. A channel closed after a failed attempt stays alive until
+    Python's collector frees it (reference cycles), so the next attempt's channel took
+    over its subchannel and failed at once with the old error until the back-off ran
+    out: it grows to finsy's 15 s cap, and after a 30 s outage the controller came back
+    12 s after the switch. A subchannel of its own connects at once, so no attempt
+    inherits an earlier one's back-off (tests/test_reconnect.py)."""
+
+    def to_native(self) -> GRPCChannelArgumentType:
+        return [*super().to_native(), OWN_SUBCHANNELS]
+
+
+p4client.GRPCOptions = _ChannelOptions
 
 
 class DeviceIdMismatch(RuntimeError):
@@ -95,10 +120,13 @@ class AqmSwitch:
         await self.sw.__aexit__(*exc)
 
     async def run(self) -> None:
-        """Keep the session up until cancelled, reconnecting every RECONNECT_PAUSE while the
-        switch is away (finsy's own run() waits 10 s after a session shorter than 2 s, and
-        gRPC's back-off grows to 15 s: a switch that flaps would be left unconfigured).
-        Raises DeviceIdMismatch if the switch has another device id."""
+        """Keep the session up until cancelled, trying again RECONNECT_PAUSE after every
+        failed or ended session (finsy's own run() waits 10 s after a session shorter than
+        2 s: a switch that flaps would be left unconfigured). Each try is a new channel
+        with its own subchannel (_ChannelOptions), which connects at once: the switch is
+        reached at most RECONNECT_PAUSE plus one connection attempt after it listens,
+        however long it was away. Raises DeviceIdMismatch if the switch has another
+        device id."""
         probed = False
         while True:
             self._handled = self._channel_up = False

@@ -368,7 +368,8 @@ def report(folders: list[Path], out: Path | None = None) -> int:
     """Metrics, tables and figures again from the raw data of finished runs, merged from
     one or more folders (a sweep's runs copied back from several machines)."""
     try:
-        name, results, _ = publish.gather(folders)
+        name, results, _ = publish.gather(
+            folders, lambda run: console.print(f"{run}: unfinished, left out"))
     except publish.PublishError as err:
         console.print(f"[red]{err}")
         return 2

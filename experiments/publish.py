@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from analysis import figures as docs_figures
 from analysis.results import run_metrics
@@ -39,11 +40,12 @@ def unseeded(config: dict) -> dict:
     return {**config, "seed": None, "topology": {**config["topology"], "seed": None}}
 
 
-def gather(folders: list[Path]) -> tuple[str, list[tuple[str, Path, dict]], list[dict]]:
+def gather(folders: list[Path], left_out: Callable[[Path], None] = lambda run: None
+           ) -> tuple[str, list[tuple[str, Path, dict]], list[dict]]:
     """The finished runs of one experiment in these folders (a sweep's, copied back from
     several machines): (experiment, [(label, folder, metrics)], their configs). Unfinished
-    runs are left out; a run present twice, or one configuration run two ways, is an
-    error."""
+    runs are left out (each told to `left_out`); a run present twice, or one configuration
+    run two ways, is an error."""
     runs: dict[tuple[str, int], Path] = {}
     configs: dict[str, tuple[dict, Path]] = {}
     names = set()
@@ -54,6 +56,7 @@ def gather(folders: list[Path]) -> tuple[str, list[tuple[str, Path, dict]], list
         for path in paths:
             config = json.loads(path.read_text())
             if not (path.parent / "metrics.json").is_file():   # written as a run ends
+                left_out(path.parent)
                 continue
             names.add(config["experiment"])
             key = (config["label"], config.get("seed", 1))
@@ -63,8 +66,10 @@ def gather(folders: list[Path]) -> tuple[str, list[tuple[str, Path, dict]], list
             # Repeats combine only if they ran the same configuration (factors, loss...).
             same = configs.setdefault(config["label"], (unseeded(config), path.parent))
             if same[0] != unseeded(config):
+                changed = factors.describe(config.get("factors", []), meanings=False)
                 raise PublishError(f"{config['label']} ran differently in {same[1]} and "
-                                   f"{path.parent}: report them apart")
+                                   f"{path.parent}{f', factors {changed}' if changed else ''}"
+                                   ": report them apart")
             runs[key] = path.parent
     if len(names) != 1:
         raise PublishError(f"these folders hold finished runs of "
@@ -149,10 +154,14 @@ def provenance(doc: dict) -> str:
 
 
 def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
+    if not docs_of:
+        return [f"Nothing published yet: `python -m experiments run {experiment}`, then "
+                f"`python -m experiments publish` with the run folder it names.", ""]
     lines = []
     for doc in docs_of:
         heading = "As planned" if doc["name"] == MAIN else f"Controlled: {doc['name']}"
-        lines += [f"### {heading}", "", provenance(doc), ""]
+        lines += [f"### {heading}", "", f"`docs/results/{experiment}/{doc['name']}.json`: "
+                  + provenance(doc), ""]
         if doc["claims"]:
             lines += table(doc["claims"]) + [""]
         lines += ["Every configuration (means ± 95 % half-widths over the repeats):", ""]
@@ -173,7 +182,7 @@ def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
                 rows.append({"experiment": f"[{experiment.upper()}]({experiment}.md)",
                              "runs": doc["name"] if doc["name"] == MAIN else doc["changed"],
                              "claim": claim["claim"], "verdict": claim["verdict"]})
-    return table(rows) + ([""] if rows else [])
+    return table(rows) + [""] if rows else ["Nothing published yet.", ""]
 
 
 def replaced(text: str, block: list[str]) -> str:

@@ -31,6 +31,7 @@ from control_plane.switch import AqmSwitch
 from control_plane.telemetry import TelemetryRecord
 from topologies.testbed import Testbed
 from traffic import ECN_CYCLE, HOSTS, ipv4_header_checksum_ok, paced, send_paced, udp_packet
+from waiting import running
 
 PORT = 2
 RATE_PPS = 200
@@ -88,7 +89,7 @@ async def run_pattern(switch: AqmSwitch, testbed: Testbed, config: PortConfig,
                     return
 
     collector = asyncio.create_task(collect())
-    await asyncio.sleep(0.2)  # the PacketIn subscription is in place
+    await running(collector)  # the PacketIn subscription is in place
     await asyncio.to_thread(send_paced, testbed.port(1), frames, steps)
     frames_out = await asyncio.to_thread(rx.receive, quiet=1.0, limit=60.0, expect=total)
     try:

@@ -4,6 +4,7 @@ configured rate, and a switch restart in the middle of a loop."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import finsy as fy
 import pytest
@@ -13,7 +14,8 @@ from control_plane.adaptation import amecn_step, ared_step
 from control_plane.aqm import ConfigError, DropTail, Mecn, PortConfig, Red
 from control_plane.controller import Controller, LoopSpec, PortView, Route
 from control_plane.golden import Arrival, PortModel
-from traffic import HOSTS, paced, send_paced, udp_packet
+from traffic import HOSTS, paced, send_paced, sending, udp_packet
+from waiting import running, wait_for_async
 from control_plane.dataplane import Ecn
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]
@@ -44,12 +46,46 @@ async def make_controller(testbed, artifacts):
         await ctl.stop()
 
 
+def udp_frames(steps: list[tuple[int, float]]) -> list[bytes]:
+    return [bytes(udp_packet(i % 60000 + 1, Ecn.ECT0)) for i in range(sum(b for b, _ in steps))]
+
+
 def load(testbed, rate_pps: float, seconds: float) -> asyncio.Task:
     """UDP from port 1 to port 2 at a steady rate, in the background (bounded)."""
     steps = paced(rate_pps, seconds)
-    frames = [bytes(udp_packet(i % 60000 + 1, Ecn.ECT0))
-              for i in range(sum(b for b, _ in steps))]
-    return asyncio.create_task(asyncio.to_thread(send_paced, testbed.port(1), frames, steps))
+    return asyncio.create_task(asyncio.to_thread(send_paced, testbed.port(1),
+                                                 udp_frames(steps), steps))
+
+
+def overload(testbed, rate_pps: float, limit: float):
+    """UDP from port 1 to port 2 at rate_pps while the block runs (at most `limit` s)."""
+    steps = paced(rate_pps, limit)
+    return sending(testbed.port(1), udp_frames(steps), steps)
+
+
+async def telemetry_arrives(ctl: Controller) -> None:
+    """Once a telemetry record of PORT reaches the controller after this call."""
+    view, before = ctl.ports[PORT], ctl.ports[PORT].records
+    await wait_for_async(lambda: view.records > before, 15.0, f"telemetry of port {PORT}")
+
+
+async def drained(ctl: Controller) -> None:
+    """Once PORT's queue is empty: egress has seen every packet ingress enqueued (the
+    queue holds 5000, more than any test's backlog: none is dropped at a full queue)."""
+    async def empty() -> bool:
+        enqueued = await ctl.switch.read_enqueued(PORT)
+        return (await ctl.switch.read_counters(PORT)).seen_packets == enqueued
+    await wait_for_async(empty, 30.0, f"port {PORT}'s queue drained", period=0.1)
+
+
+async def decayed(ctl: Controller, below: float) -> None:
+    """Once PORT's queue is empty and the average the loop reads has decayed below
+    `below` (the controller decays it from when the queue the last record saw would
+    have drained)."""
+    await drained(ctl)
+    view = ctl.ports[PORT]
+    await wait_for_async(lambda: view.estimated_avg(time.monotonic()) < below, 30.0,
+                         f"port {PORT}'s average below {below}")
 
 
 async def table_params(ctl: Controller, port: int) -> tuple[str, dict[str, int]]:
@@ -70,9 +106,10 @@ async def run_steps(ctl: Controller, kind: str, steps: int) -> list:
                 records[rec.pkt_seq] = rec
 
     collector = asyncio.create_task(collect())
+    await running(collector)
     seen = []
     for _ in range(steps):
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)             # the loop's period: stepped by hand
         step = await ctl.adapt_once(PORT)
         assert step is not None, "no telemetry reached the controller"
         rec = records.get(step.pkt_seq)
@@ -87,9 +124,10 @@ async def test_ared_moves_maxp_by_the_formula_and_stays_in_bounds(make_controlle
     ctl = await make_controller(Red(minth=5, maxth=15, maxp=0.1, wq=0.05, limit=2000))
     await ctl.set_loop(PORT, LoopSpec("ared"), run=False)
     overload = load(testbed, 260, 3.5)     # the queue grows by 60 packets/s
+    await telemetry_arrives(ctl)
     up = await run_steps(ctl, "ared", 6)
     await overload
-    await asyncio.sleep(2.5)               # the queue drains; the average decays
+    await decayed(ctl, below=5)            # minth: below the band
     down = await run_steps(ctl, "ared", 4)
     for step, (action, params) in up + down:
         assert step.new == ared_step(step.old, step.avg, 5, 15).value
@@ -106,9 +144,10 @@ async def test_amecn_moves_p1max_by_the_formula_and_keeps_p2max(make_controller,
                                      wq=0.05, limit=2000))
     await ctl.set_loop(PORT, LoopSpec("amecn"), run=False)
     overload = load(testbed, 260, 3.0)
+    await telemetry_arrives(ctl)
     up = await run_steps(ctl, "amecn", 5)
     await overload
-    await asyncio.sleep(2.5)
+    await decayed(ctl, below=5)            # minth: below the target, 2 minth
     down = await run_steps(ctl, "amecn", 3)
     for step, (action, params) in up + down:
         assert step.new == amecn_step(step.old, step.avg, 5).value
@@ -125,6 +164,7 @@ async def test_amecn_with_both_maxima_moves_p2max_with_p1max(make_controller, te
                                      wq=0.05, limit=2000))
     await ctl.set_loop(PORT, LoopSpec("amecn", pmax="both"), run=False)
     overload = load(testbed, 260, 2.5)
+    await telemetry_arrives(ctl)
     up = await run_steps(ctl, "amecn", 4)
     await overload
     for step, (action, params) in up:
@@ -153,9 +193,9 @@ async def test_telemetry_at_a_configured_rate_matches_the_model(make_controller,
                 records.append(rec)
 
     collector = asyncio.create_task(collect())
-    await asyncio.sleep(0.2)
+    await running(collector)
     await load(testbed, 150, 2.0)
-    await asyncio.sleep(1.0)
+    await drained(ctl)
     collector.cancel()
     assert len(records) >= 40
     gaps = [(b.enq_ts + b.deq_timedelta) - (a.enq_ts + a.deq_timedelta)
@@ -174,27 +214,29 @@ async def test_telemetry_at_a_configured_rate_matches_the_model(make_controller,
 async def test_loop_survives_a_switch_restart(make_controller, testbed):
     ctl = await make_controller(Red(minth=5, maxth=15, maxp=0.1, wq=0.05, limit=2000))
     await ctl.set_loop(PORT, LoopSpec("ared", interval=0.2))
-    overload = load(testbed, 320, 3.0)
-    await asyncio.sleep(1.5)
-    await asyncio.to_thread(testbed.switch.stop)      # killed mid-loop
-    await asyncio.sleep(0.3)
-    at_kill = ctl.ports[PORT].config.aqm.maxp
-    assert at_kill > 0.1
-    await asyncio.sleep(1.0)
-    assert not ctl.ready.is_set()
-    # While the switch is away the loop writes nothing, so the configuration holds.
-    assert ctl.ports[PORT].config.aqm.maxp == at_kill
-    await asyncio.to_thread(testbed.switch.start)
-    await asyncio.wait_for(ctl.ready.wait(), 20)
-    testbed.switch.set_queue(PORT, rate_pps=RATE, depth=5000)
-    await overload
-    await asyncio.sleep(0.5)
+    view = ctl.ports[PORT]
+
+    def steps_after(mark: str) -> list[str]:
+        events = [e.message for e in ctl.events]
+        last = max((i for i, m in enumerate(events) if mark in m), default=None)
+        return [] if last is None else [m for m in events[last:] if m.startswith("maxp ")]
+
+    with overload(testbed, 320, 60.0):
+        await wait_for_async(lambda: view.config.aqm.maxp > 0.1, 15.0, "an ARED step up")
+        await asyncio.to_thread(testbed.switch.stop)      # killed mid-loop
+        await wait_for_async(lambda: not ctl.ready.is_set(), 10.0, "the loss seen")
+        at_kill = view.config.aqm.maxp
+        await asyncio.sleep(1.0)                          # the outage, under overload
+        # While the switch is away the loop writes nothing, so the configuration holds.
+        assert view.config.aqm.maxp == at_kill
+        await asyncio.to_thread(testbed.switch.start)
+        await asyncio.wait_for(ctl.ready.wait(), 20)
+        testbed.switch.set_queue(PORT, rate_pps=RATE, depth=5000)
+        steps = await wait_for_async(lambda: steps_after("reconnected"), 15.0,
+                                     "an ARED step after the reconnection")
     assert ctl.connections == 2
-    events = [e.message for e in ctl.events]
-    reconnected = next(i for i, m in enumerate(events) if "reconnected" in m)
-    steps = [m for m in events[reconnected:] if m.startswith("maxp ")]
     # The loop went on from the value it held when the switch died.
-    assert steps and steps[0].startswith(f"maxp {at_kill:.4f} ->"), events[reconnected:]
+    assert steps[0].startswith(f"maxp {at_kill:.4f} ->"), steps
     # Stopped, what the switch runs is exactly what the controller holds.
     await ctl.set_loop(PORT, None)
     action, params = await table_params(ctl, PORT)

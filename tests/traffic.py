@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
@@ -65,10 +68,14 @@ def paced(rate_pps: float, seconds: float, tick: float = 0.01) -> list[tuple[int
 CHUNK, CHUNK_GAP = 4, 0.001
 
 
-def send_paced(port: PacketPort, frames: list[bytes], steps: list[tuple[int, float]]) -> None:
-    """Send frames in order following the steps (bounded: stops when frames run out)."""
+def send_paced(port: PacketPort, frames: list[bytes], steps: list[tuple[int, float]],
+               stop: threading.Event | None = None) -> None:
+    """Send frames in order following the steps (bounded: stops when frames run out, or
+    once `stop` is set)."""
     start, elapsed, i = time.monotonic(), 0.0, 0
     for burst, pause in steps:
+        if stop is not None and stop.is_set():
+            return
         for k, frame in enumerate(frames[i:i + burst]):
             if k and k % CHUNK == 0:
                 time.sleep(CHUNK_GAP)
@@ -82,6 +89,22 @@ def send_paced(port: PacketPort, frames: list[bytes], steps: list[tuple[int, flo
             return
 
 
+@contextmanager
+def sending(port: PacketPort, frames: list[bytes],
+            steps: list[tuple[int, float]]) -> Iterator[None]:
+    """send_paced in a thread while the block runs (a stimulus for what the block waits
+    for): it ends with the block, or earlier when the frames run out."""
+    stop = threading.Event()
+    thread = threading.Thread(target=send_paced, args=(port, frames, steps, stop),
+                              name="paced-traffic", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def ipv4_header_checksum_ok(raw_ip: bytes) -> bool:
     """The ones' complement sum over the header, checksum included, is 0xFFFF."""
     ihl = (raw_ip[0] & 0x0F) * 4
@@ -89,3 +112,4 @@ def ipv4_header_checksum_ok(raw_ip: bytes) -> bool:
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return total == 0xFFFF
+

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from dataclasses import dataclass
@@ -272,15 +271,6 @@ def configure_host(host: Host, congestion_control: str, ecn: bool, mbps: float |
         if got != congestion_control:
             raise RuntimeError(f"{host.name}: congestion control is {got}, "
                                f"not {congestion_control}")
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"{what} not ready after {timeout} s")
 
 
 def attach_host(net: Mininet, info: HostInfo, access: Access, peer: Node, port: int | None,

@@ -19,15 +19,12 @@ from typing import ClassVar, Protocol
 from control_plane import fixedpoint as fp
 from control_plane.dataplane import Ecn, EcnMode, Event, Region
 from control_plane.lookup import TableRows
+from control_plane.values import ConfigError
 
 # BMv2's default queue depth.
 DEFAULT_LIMIT = 64
 U32 = fp.U32_MAX
 U48 = (1 << 48) - 1
-
-
-class ConfigError(ValueError):
-    """A configuration that must not reach the switch; the message says which value and why."""
 
 
 @dataclass(frozen=True)

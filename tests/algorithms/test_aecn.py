@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import random
+import statistics
 import time
 from dataclasses import dataclass, replace
 
@@ -20,10 +21,11 @@ from control_plane import fixedpoint as fp
 from control_plane.algorithms.aecn import AecnModel, parse_rules
 from control_plane.algorithms.base import FiveTuple, Link
 from control_plane.aqm import Aecn, ConfigError, PortConfig
-from control_plane.dataplane import Ecn, Outcome, Region
+from control_plane.dataplane import CPU_PORT, Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortModel
 from control_plane.rtt_tracker import RttTrackerModel, TcpSegment
 from traffic import HOSTS, paced, tcp_segment, udp_packet
+from waiting import running, wait_for_async
 
 ROBUST, AVERAGE, FRAGILE = 0, 1, 2
 
@@ -226,9 +228,10 @@ async def test_switch_equals_golden_model_with_the_table(switch, testbed, wait):
     """Groups from the classification table: marks owed and paid per group, Not-ECT drops,
     forced drops; every record, frame and counter equals the model's; with Floyd &
     Jacobson's spacing and with ns-2's wait (per group count)."""
+    # ns-2's wait marks about half as often: a higher maxp keeps every outcome in reach.
     run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=Aecn(wq=0.05, minth=5.0, maxth=30.0, maxp=0.3, limit=35,
-                            rtt_source="table", groups=GROUP_RULES, wait=wait),
+        port=PORT, aqm=Aecn(wq=0.05, minth=5.0, maxth=30.0, maxp=0.6 if wait else 0.3,
+                            limit=35, rtt_source="table", groups=GROUP_RULES, wait=wait),
         link_pps=RATE_PPS, seed=99, telemetry_interval=0.0), make_frame=by_group)
     records = check_against_model(run)
     check_ecn_rules(records)
@@ -311,13 +314,17 @@ def conversations(seconds: float) -> list[tuple[float, Segment]]:
     return out
 
 
-def send_on_time(testbed, events: list[tuple[float, Segment]]) -> None:
-    start = time.monotonic()
+def send_on_time(testbed, events: list[tuple[float, Segment]]) -> dict[int, int]:
+    """Each frame at its time; when each went out (microseconds, by IP id): a loaded
+    machine's sleeps overshoot."""
+    start, sent = time.monotonic(), {}
     for t, s in events:
         delay = start + t - time.monotonic()
         if delay > 0:
             time.sleep(delay)
+        sent[int.from_bytes(s.frame[18:20], "big")] = round((time.monotonic() - start) * 1e6)
         testbed.port(s.port).send(s.frame)
+    return sent
 
 
 @pytest.mark.p4
@@ -325,8 +332,8 @@ def send_on_time(testbed, events: list[tuple[float, Segment]]) -> None:
 async def test_switch_measures_rtts_and_groups_flows_by_them(switch, testbed):
     """Both ports run AECN with the measured RTT and export every packet. The tracker's
     model, replayed over every packet in ingress order, gives every record's RTT; each
-    port's AECN model gives every record; each conversation ends in its group, its RTT
-    within 2 ms of the scheduled one."""
+    port's AECN model gives every record; each conversation ends in its group, its RTTs
+    within 1 ms (median) of the ones its frames had as they were sent."""
     events = conversations(2.0)
     segments = {int.from_bytes(s.frame[18:20], "big"): s for _, s in events}
     programs = {}
@@ -334,20 +341,36 @@ async def test_switch_measures_rtts_and_groups_flows_by_them(switch, testbed):
         programs[port] = await switch.configure_port(PortConfig(
             port=port, aqm=MEASURED, link_pps=300.0, seed=5, telemetry_interval=0.0))
         testbed.switch.set_queue(port, rate_pps=300 if port == 2 else 5000, depth=5000)
+    # The records' way out as deep as the ports': a loaded machine stalls its reader.
+    testbed.switch.set_queue(CPU_PORT, depth=5000)
     epochs = {port: switch.epoch(port) for port in (1, 2)}
     records = []
+    latest = 0.0        # when the latest record came
 
     async def collect() -> None:
+        nonlocal latest
         async for rec in switch.telemetry():
             if epochs.get(rec.port) == rec.epoch:
                 records.append(rec)
-                if len(records) == len(events):
-                    return
+                latest = time.monotonic()
 
     collector = asyncio.create_task(collect())
-    await asyncio.sleep(0.2)
-    await asyncio.to_thread(send_on_time, testbed, events)
-    await asyncio.wait_for(collector, timeout=20.0)
+    await running(collector)   # the PacketIn subscription is in place
+    sent = await asyncio.to_thread(send_on_time, testbed, events)
+
+    # Every frame the switch took in exports a record. A loaded machine's BMv2 loses
+    # frames before ingress (its receive ring overflows): the models replay what it took.
+    async def all_recorded() -> bool:
+        taken = sum([await switch.read_enqueued(port) for port in (1, 2)])
+        return len(records) == taken and time.monotonic() - latest > 0.5
+    await wait_for_async(all_recorded, 20.0, "a record of every frame the switch took in")
+    collector.cancel()
+    await asyncio.gather(collector, return_exceptions=True)
+    # The RTTs as the frames went out (the tracker's model on the sending times).
+    as_sent = RttTrackerModel()
+    taken = {r.ip_id for r in records}
+    sent_rtt = {ip: as_sent.process(segments[ip].seg, at)
+                for ip, at in sorted(sent.items(), key=lambda kv: kv[1]) if ip in taken}
 
     tracker = RttTrackerModel()
     # Ingress order (ip ids follow the sending order); a fresh switch's clock does not wrap.
@@ -368,8 +391,11 @@ async def test_switch_measures_rtts_and_groups_flows_by_them(switch, testbed):
         assert await switch.read_counters(port) == model.counters
         await check_group_counters(switch, port, mine)
 
-    for group, (sport, (receiver, sender)) in enumerate(CONVERSATIONS.items()):
-        last = [r for r in records if segments[r.ip_id].seg.sport == sport][-5:]
+    for group, sport in enumerate(CONVERSATIONS):
+        mine = [r for r in records if segments[r.ip_id].seg.sport == sport]
+        last = mine[-5:]
         assert all(r.group == group and r.state1 == 1 for r in last), [r.describe() for r in last]
-        assert all(abs(r.rtt - (receiver + sender) * 1e6) < 2000 for r in last), \
-            [r.rtt for r in last]
+        # One sample moves by how late each of its two frames was taken in (milliseconds
+        # on a loaded machine); the flow's RTTs follow the ones sent.
+        off = statistics.median(r.rtt - sent_rtt[r.ip_id] for r in mine if r.rtt)
+        assert abs(off) < 1000, (off, [(r.rtt, sent_rtt[r.ip_id]) for r in last])
