@@ -26,7 +26,7 @@ ifeq ($(P4LANG),1)
 APT_PACKAGES += ca-certificates curl gnupg
 endif
 
-EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7 e8
+EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7 e8 e9
 .PHONY: setup build test run bench docs docs-serve clean $(EXPERIMENTS) transport
 
 ## setup: install Debian packages and the Python environment, then build the P4 program;
@@ -67,7 +67,7 @@ test:
 run: build
 	$(PY) -m experiments run demo
 
-## smoke: the whole path in about a minute; e1 ... e7: the seed papers' experiments (SPEC E1-E7), e8: CoDel and PIE beside them; results in results/<name>/
+## smoke: the whole path in about a minute; e1 ... e7: the seed papers' experiments (SPEC E1-E7), e8: CoDel and PIE beside them, e9: classic and L4S flows under DualPI2; results in results/<name>/
 ## transport: the userspace MECN transport's Reno against Linux's (issue 6)
 $(EXPERIMENTS) transport: build
 	$(PY) -m experiments run $@

@@ -18,14 +18,16 @@ import sys
 import time
 from pathlib import Path
 
+import finsy as fy
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks import control, dataplane, instructions, profile, transport
 from benchmarks.dataplane import Case
 from control_plane import toolchain
-from control_plane.aqm import (Aecn, Blue, Codel, DropTail, Ecnm, Mecn, Newque, Pi, Pie, Red,
-                              RedEcn, Rem)
+from control_plane.algorithms.base import Link
+from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn, Newque, Pi,
+                              Pi2, Pie, Red, RedEcn, Rem)
 from control_plane.build import REPO, Artifacts, compile_program
 from experiments.runner import tool_versions
 
@@ -44,7 +46,9 @@ ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG),
               # The measured RTT first, the table when there is none: UDP (and TCP until
               # both legs are sampled) is classified by the table.
               "aecn": Aecn(groups="sport:1024=fragile", **BIG),
-              "codel": Codel(**BIG), "pie": Pie(**BIG)}
+              "codel": Codel(**BIG), "pie": Pie(**BIG), "pi2": Pi2(**BIG),
+              # ECT(0) frames: the classic queue; dualpi2-l4s below sends ECT(1).
+              "dualpi2": DualPi2(**BIG)}
 
 
 # The sweeps' points beyond the 1-port, 1-flow cases (64 ports: the idle-decay table's
@@ -67,6 +71,10 @@ def cases(quick: bool, peers: dict[str, tuple[str, ...]] | None = None) -> list[
         # direction, one TSval: it takes no samples).
         out.append(Case(f"aecn-tcp-{size}B", "p4aqm", ALGORITHMS["aecn"], frame_bytes=size,
                         tcp_timestamps=True))
+        # ECT(1): DualPI2's L queue (the ingress classification, and the charge's clone
+        # through the classic queue and egress for every packet).
+        out.append(Case(f"dualpi2-l4s-{size}B", "p4aqm", ALGORITHMS["dualpi2"],
+                        frame_bytes=size, ecn=1))
     if not quick:
         # AQM ports, each carrying its share of the traffic (one flow per port).
         for ports in PORT_SWEEP:
@@ -133,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
         doc["instructions"] = count_instructions(quick, artifacts, work / "callgrind")
         if base:
+            known = [case for case in cases(True) if runs_on(case, base)]
             doc["compare"] = {"revision": args.compare, "instructions": count_instructions(
-                cases(True), {**artifacts, "p4aqm": base}, work / "callgrind-base")}
+                known, {**artifacts, "p4aqm": base}, work / "callgrind-base")}
     else:
         console.print("[yellow]valgrind not found: no instruction counts (apt-get install valgrind)")
     traced = Path(bmv2) if macros else tracing_fallback()
@@ -188,6 +197,19 @@ def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, tuple
     return peers
 
 
+def runs_on(case: Case, program: Artifacts) -> bool:
+    """Does the compiled program take the case's aqm_config action as this tree writes it
+    (an older revision may predate the algorithm, or a parameter of it)?"""
+    if case.aqm is None:
+        return True
+    action = case.aqm.encode(Link(100_000.0)).action
+    try:
+        known = {param.name for param in fy.P4Schema(program.p4info_txt).actions[action.name].params}
+    except (KeyError, ValueError):
+        return False
+    return set(action.params) <= known
+
+
 def compile_revision(revision: str, folder: Path) -> Artifacts:
     """p4src/ as it is in a git revision of this repository, compiled."""
     folder.mkdir(parents=True)
@@ -230,7 +252,7 @@ def count_instructions(all_cases: list[Case], artifacts: dict[str, Artifacts],
     for case in all_cases:
         counted[case.name] = instructions.measure(
             case.name, work, (1, 2), dataplane.frames(case) * instructions.PACKETS,
-            programmer(case, artifacts))
+            programmer(case, artifacts), case.priority_queues)
         console.print(f"{case.name:28s} {counted[case.name]['instructions_per_packet']:>9.0f}"
                       " instructions/packet")
     base = counted["trivial-64B"]["instructions_per_packet"]
@@ -242,7 +264,7 @@ def count_instructions(all_cases: list[Case], artifacts: dict[str, Artifacts],
 def profile_cases(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
                   binary: Path) -> dict[str, dict]:
     return {case.name: profile.measure(case.name, work, binary, dataplane.frames(case),
-                                       programmer(case, artifacts))
+                                       programmer(case, artifacts), case.priority_queues)
             for case in all_cases}
 
 

@@ -25,6 +25,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
+from control_plane.algorithms.base import Link
 from control_plane.aqm import Aqm, PortConfig
 from control_plane.build import Artifacts
 from control_plane.switch import AqmSwitch
@@ -50,6 +51,12 @@ class Case:
     tcp_timestamps: bool = False   # TCP segments with timestamps (the RTT tracker's input)
     # A peer program's runtime commands (simple_switch_CLI), written after the push.
     commands: tuple[str, ...] = ()
+    ecn: int = 2                   # the frames' ECN field (ECT(0); ECT(1): DualPI2's L queue)
+
+    @property
+    def priority_queues(self) -> int:
+        """BMv2's queues per port the case's algorithm needs (DualPI2: 2)."""
+        return 1 if self.aqm is None else self.aqm.encode(Link(100_000.0)).priority_queues
 
 
 def frames(case: Case) -> list[bytes]:
@@ -57,7 +64,7 @@ def frames(case: Case) -> list[bytes]:
     out = []
     for k in range(case.flows):
         port = 2 + k % case.egress_ports
-        ip = IP(src="10.0.1.1", dst=f"10.0.{port}.2", tos=2)
+        ip = IP(src="10.0.1.1", dst=f"10.0.{port}.2", tos=case.ecn)
         sport, dport = 1024 + k % 60000, 9000 + k // 60000
         l4 = (TCP(sport=sport, dport=dport, flags="A", options=[
                   ("NOP", None), ("NOP", None), ("Timestamp", (1000 + k, 500 + k))])
@@ -69,7 +76,7 @@ def frames(case: Case) -> list[bytes]:
 
 def make_pcap(folder: Path, case: Case) -> Path:
     path = folder / (f"{case.frame_bytes}b-{case.flows}f-{case.egress_ports}p"
-                     f"{'-tcp' if case.tcp_timestamps else ''}.pcap")
+                     f"{'-tcp' if case.tcp_timestamps else ''}-ecn{case.ecn}.pcap")
     wrpcap(str(path), [Ether(f) for f in frames(case)])
     return path
 
@@ -117,7 +124,8 @@ async def program_switch(bed: Testbed, case: Case, artifacts: dict[str, Artifact
         if case.commands:
             bed.switch.runtime_cli(list(case.commands))
         return
-    async with AqmSwitch(address, artifacts["p4aqm"], bed.ports) as sw:
+    async with AqmSwitch(address, artifacts["p4aqm"], bed.ports,
+                         priority_queues=bed.priority_queues) as sw:
         for port in bed.ports[1:]:
             await sw.add_route(f"10.0.{port}.2/32", port, GW_MAC, DST_MAC)
             if case.aqm is not None:
@@ -140,7 +148,8 @@ def measure(case: Case, artifacts: dict[str, Artifacts], workdir: Path,
     """The switch's CPU time per forwarded packet at a steady, loss-free load (median of
     three), and the highest loss-free rate."""
     ports = tuple(range(1, case.egress_ports + 2))
-    with Testbed(workdir=workdir / case.name, ports=ports, log_level="off") as bed:
+    with Testbed(workdir=workdir / case.name, ports=ports, log_level="off",
+                 priority_queues=case.priority_queues) as bed:
         asyncio.run(program_switch(bed, case, artifacts))
         pcap = make_pcap(workdir, case)
         tx = bed.iface("h", 1)

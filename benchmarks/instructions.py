@@ -89,13 +89,13 @@ def _window(pid: int, out: Path, seconds: float,
 
 
 def measure(name: str, workdir: Path, ports: tuple[int, ...], frames: list[bytes],
-            program: Callable[[Testbed], Awaitable[None]]) -> dict:
+            program: Callable[[Testbed], Awaitable[None]], priority_queues: int = 1) -> dict:
     """Instructions per forwarded packet for one configuration: `program` loads the switch,
     `frames` are sent into port 1 at RATE_PPS and counted where they leave."""
     out = workdir / f"{name}.callgrind"
     wrapper = (*VALGRIND, f"--callgrind-out-file={out}.%p")
     with Testbed(workdir=workdir / name, ports=ports, log_level="off", wrapper=wrapper,
-                 ready_timeout=180.0) as bed:
+                 ready_timeout=180.0, priority_queues=priority_queues) as bed:
         asyncio.run(program(bed))
         pid = bed.switch.pid
         _control(pid, "-i", "on")

@@ -51,10 +51,11 @@ def per_packet(trace: str, skip: int = WARM_UP) -> dict[str, float]:
 
 
 def measure(name: str, workdir: Path, binary: Path, frames: list[bytes],
-            program: Callable[[Testbed], Awaitable[None]]) -> dict[str, float]:
+            program: Callable[[Testbed], Awaitable[None]],
+            priority_queues: int = 1) -> dict[str, float]:
     """Trace PACKETS paced frames through one configuration and count its shape."""
     with Testbed(workdir=workdir / name, ports=(1, 2), log_level="trace",
-                 binary=binary) as bed:
+                 binary=binary, priority_queues=priority_queues) as bed:
         asyncio.run(program(bed))
         rx = bed.port(2)
         rx.drain()

@@ -15,8 +15,8 @@ from typing import ClassVar, Union
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import auto_thresholds
 from control_plane.dataplane import MAX_DATA_PORT
-from control_plane.algorithms import (ALGORITHMS, Aecn, Blue, Codel, DropTail, Ecnm, Mecn,
-                                     Newque, Pi, Pie, Red, RedEcn, Rem)
+from control_plane.algorithms import (ALGORITHMS, Aecn, Blue, Codel, DropTail, DualPi2, Ecnm,
+                                     Mecn, Newque, Pi, Pi2, Pie, Red, RedEcn, Rem)
 from control_plane.algorithms.base import (DEFAULT_LIMIT, Aqm, ConfigError, Encoded, Link,
                                            TableAction, checked)
 from control_plane.algorithms.red import DEFAULT_WQ
@@ -24,9 +24,9 @@ from control_plane.lookup import TABLE_ENTRIES, TableRows
 from control_plane.values import parse_value, shown_input
 
 __all__ = ["ALGORITHMS", "Aecn", "Aqm", "Blue", "Codel", "ConfigError", "DEFAULT_LIMIT",
-           "DEFAULT_WQ", "DropTail", "Ecnm", "Mecn", "Newque", "NoAqm", "PARAMETERS", "Pi", "Pie",
-           "PortConfig", "PortProgram", "Red", "RedEcn", "Rem", "TABLE_ENTRIES", "TableAction",
-           "change", "parse_value", "port_seed", "shown_input"]
+           "DEFAULT_WQ", "DropTail", "DualPi2", "Ecnm", "Mecn", "Newque", "NoAqm", "PARAMETERS",
+           "Pi", "Pi2", "Pie", "PortConfig", "PortProgram", "Red", "RedEcn", "Rem",
+           "TABLE_ENTRIES", "TableAction", "change", "parse_value", "port_seed", "shown_input"]
 
 AnyAqm = Union[tuple(ALGORITHMS.values())]
 
@@ -51,6 +51,9 @@ class NoAqm:
     action: ClassVar[str] = "none"
     family: ClassVar[str] = ""
     generic: ClassVar[tuple[str, ...]] = ()
+    ect1: ClassVar[str] = "not read (no AQM)"
+    group_names: ClassVar[tuple[str, ...]] = ()
+    queues = Aqm.queues
 
     def encode(self, link: Link) -> None:
         return None

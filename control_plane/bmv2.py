@@ -140,9 +140,9 @@ class Bmv2Switch:
         return QueueControl(enter_netns=self.config.enter_netns,
                             thrift_port=self.config.thrift_port)
 
-    def set_queue(self, port: int, *, rate_pps: int | None = None,
-                  depth: int | None = None) -> None:
-        self.queues().set_queue(port, rate_pps=rate_pps, depth=depth)
+    def set_queue(self, port: int, *, rate_pps: int | None = None, depth: int | None = None,
+                  priority: int | None = None) -> None:
+        self.queues().set_queue(port, rate_pps=rate_pps, depth=depth, priority=priority)
 
     def _thrift_ready(self) -> bool:
         """Is the Thrift port listening in the switch's namespace? (`ip netns exec` and
@@ -190,24 +190,26 @@ class QueueControl:
             raise SwitchError(f"simple_switch_CLI {commands} failed: {failed or output[-500:]}")
         return output
 
-    def set_queue(self, port: int, *, rate_pps: int | None = None,
-                  depth: int | None = None) -> None:
+    def set_queue(self, port: int, *, rate_pps: int | None = None, depth: int | None = None,
+                  priority: int | None = None) -> None:
         """Service rate (whole packets/s: BMv2 takes no fractions) and capacity (packets)
-        of one egress queue."""
-        commands = queue_commands(port, rate_pps=rate_pps, depth=depth)
+        of one egress port's queues: every priority queue of it, or (priority) one."""
+        commands = queue_commands(port, rate_pps=rate_pps, depth=depth, priority=priority)
         if commands:
             self.runtime_cli(commands)
 
 
-def queue_commands(port: int, *, rate_pps: int | None = None,
-                   depth: int | None = None) -> list[str]:
+def queue_commands(port: int, *, rate_pps: int | None = None, depth: int | None = None,
+                   priority: int | None = None) -> list[str]:
+    """simple_switch_CLI's commands; BMv2 paces each priority queue at its own rate."""
+    which = f"{port}" if priority is None else f"{port} {priority}"
     commands = []
     if depth is not None:
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"queue depth must be a whole number >= 1 packet, got {depth!r}")
-        commands.append(f"set_queue_depth {depth} {port}")
+        commands.append(f"set_queue_depth {depth} {which}")
     if rate_pps is not None:
         if not isinstance(rate_pps, int) or rate_pps < 1:
             raise ValueError(f"queue rate must be a whole number >= 1 packet/s, got {rate_pps!r}")
-        commands.append(f"set_queue_rate {rate_pps} {port}")
+        commands.append(f"set_queue_rate {rate_pps} {which}")
     return commands

@@ -182,20 +182,20 @@ def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
 def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
     table = new_table(f"{state['address']} — "
                       f"{'connected' if state['connected'] else 'NOT CONNECTED'}")
-    for column in ("port", "algorithm", "parameters", "loop", "queue", "enqueued", "seen",
-                   "lost in queue", "marks (inc/CE)", "drops (prob/forced/limit)", "avg",
+    for column in ("port", "algorithm", "parameters", "ECT(1)", "loop", "queue", "enqueued",
+                   "seen", "lost in queue", "marks (inc/CE)", "drops (prob/forced/limit)", "avg",
                    "depth", "state"):
         table.add_column(column, justify="left" if column in ("algorithm", "parameters") else "right")
     for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):
         if only and int(port) not in only:
             continue
         params = " ".join(f"{k}={shown(v)}" for k, v in info["params"].items())
-        c, t, loop, queue = info["counters"], info["telemetry"], info["loop"], info["queue"]
+        c, t, loop = info["counters"], info["telemetry"], info["loop"]
         counted = c is not None
         table.add_row(
-            str(port), info["algorithm"], params,
+            str(port), info["algorithm"], params, info["ect1"],
             f"{loop['kind']} {loop['interval']}s" if loop else "-",
-            f"{queue['rate_pps']}/s, {queue['depth']}" if queue else "-",
+            queues(info["queues"]),
             "?" if info["enqueued"] is None else str(info["enqueued"]),
             f"{c['seen_packets']}" if counted else "-",
             "-" if info["lost_in_queue"] is None else str(info["lost_in_queue"]),
@@ -205,6 +205,14 @@ def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
             f"{t['qdepth']}" if t else "-",
             live_state(t))
     return table
+
+
+def queues(settings: list[dict] | None) -> str:
+    """A port's BMv2 queues: rate and depth, per priority queue where they differ."""
+    if not settings:
+        return "-"
+    return "; ".join(("" if q["priority"] is None else f"p{q['priority']} ")
+                     + f"{q['rate_pps']}/s, {q['depth']}" for q in settings)
 
 
 def switch_table(state: dict) -> Table:
@@ -224,9 +232,10 @@ def switch_table(state: dict) -> Table:
 @click.option("--json", "as_json", is_flag=True, help="Print the raw state as JSON.")
 @click.pass_context
 def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
-    """Show ports (algorithm, parameters in force, loop, queue, counters, latest telemetry),
-    the ingress drops by reason and the L2 entries. 'lost in queue' is enqueued - seen:
-    BMv2's drops at a full queue, plus what is still queued."""
+    """Show ports (algorithm, parameters in force, what ECT(1) means to it, loop, queues,
+    counters, latest telemetry), marks and drops per group, the ingress drops by reason
+    and the L2 entries. 'lost in queue' is enqueued - seen: BMv2's drops at a full queue,
+    plus what is still queued."""
     state = call(ctx, "GET", "/state")
     unknown = [p for p in ports if str(p) not in state["ports"]]
     if unknown:
@@ -243,15 +252,15 @@ def show(ctx: click.Context, ports: tuple[int, ...], as_json: bool) -> None:
 
 
 def groups_table(state: dict, only: tuple[int, ...] = ()) -> Table:
-    """AECN's marks and drops per RTT group."""
-    table = new_table("per group (AECN)")
+    """Marks and drops per group: AECN's RTT groups, PI2's and DualPI2's classes."""
+    table = new_table("marks and drops per group")
     for column in ("port", "group", "marks", "drops"):
         table.add_column(column, justify="right")
     for port, info in sorted(state["ports"].items(), key=lambda kv: int(kv[0])):
         groups = info.get("groups")
         if not groups or (only and int(port) not in only):
             continue
-        for k, name in enumerate(("robust", "average", "fragile")):
+        for k, name in enumerate(groups["names"]):
             table.add_row(str(port), name, str(groups["group_marks"][k]),
                           str(groups["group_drops"][k]))
     return table
@@ -280,6 +289,8 @@ def set_help() -> str:
              "aqmctl set 2 pi a=1.822e-5 b=1.816e-5 qref=150",
              "aqmctl set 2 rem gamma=0.001 alpha=0.1 phi=1.001",
              "aqmctl set 2 aecn rtt_source=table groups='src:10.0.1.0/24=fragile;dport:5201=robust'",
+             "aqmctl set 2 pi2 target=0.015 alpha=0.16 beta=3.2 k=2",
+             "aqmctl set 2 dualpi2 step_thresh=0.002 l_rate=0.9   (needs --priority-queues 2)",
              "", "\b", "Algorithms and their parameters (defaults):"]
     for name, cls in ALGORITHMS.items():
         defaults = cls()

@@ -13,8 +13,8 @@ from control_plane.build import Artifacts
 from control_plane.controller import (Controller, LoopSpec, PortView, Route, check_route,
                                       l2_table)
 
-TOP_LEVEL = {"switch", "build", "device_id", "thrift", "netns", "manage_queues", "port",
-             "route", "l2"}
+TOP_LEVEL = {"switch", "build", "device_id", "thrift", "netns", "manage_queues",
+             "priority_queues", "port", "route", "l2"}
 PORT_KEYS = {"port", "link_pps", "algorithm", "loop", "loop_interval", "alpha_variant",
              "queue_depth"}
 
@@ -84,8 +84,20 @@ def _controller(path: Path, spec: dict) -> Controller:
     device_id = _number("device_id", spec.get("device_id", 0), "int")
     if not 0 <= device_id < 1 << 64:
         raise ConfigError(f"device_id must be in [0, 2^64), got {device_id}")
+    # v1model's priority is 3 bits: BMv2 takes up to 8 priority queues.
+    priority_queues = _number("priority_queues", spec.get("priority_queues", 1), "int")
+    if not 1 <= priority_queues <= 8:
+        raise ConfigError(f"priority_queues must be in [1, 8] (the switch's --priority-queues), "
+                          f"got {priority_queues}")
+    for view in ports.values():
+        encoded = view.config.encode().encoded
+        if encoded is not None and encoded.priority_queues > priority_queues:
+            raise ConfigError(f"port {view.config.port}: {view.config.aqm.action} needs a switch "
+                              f"started with --priority-queues {encoded.priority_queues}: set "
+                              f"priority_queues = {encoded.priority_queues}")
     return Controller(_text("switch", spec["switch"]), artifacts, ports, routes, device_id,
-                      queues=_queues(spec), l2=l2_table(l2, ports))
+                      queues=_queues(spec), l2=l2_table(l2, ports),
+                      priority_queues=priority_queues)
 
 
 def _port(entry: dict) -> PortView:

@@ -23,8 +23,9 @@ import finsy as fy
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import PMAX_MAX, PMAX_MIN, AlphaVariant, amecn_step, ared_step
-from control_plane.aqm import (DEFAULT_LIMIT, Aecn, ConfigError, Ecnm, Mecn, PortConfig, Red,
-                               RedEcn, change, shown_input)
+from control_plane.algorithms.base import QueueSetting
+from control_plane.aqm import (DEFAULT_LIMIT, ConfigError, Ecnm, Mecn, PortConfig, Red, RedEcn,
+                               change, shown_input)
 from control_plane.bmv2 import QueueControl, SwitchError, queue_commands
 from control_plane.build import Artifacts
 from control_plane.forwarding import Route
@@ -128,7 +129,8 @@ class PortView:
     records: int = 0
     counters: PortCounters | None = None
     enqueued: int | None = None     # packets the ingress handed to the port's queue
-    group_counters: dict[str, list[int]] | None = None   # AECN: marks and drops per group
+    # Marks and drops per group, for an algorithm with groups (AECN's, PI2's classes).
+    group_counters: dict[str, list[int]] | None = None
     loop_ticks: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
     queue_depth: int | None = None  # BMv2's queue capacity, packets (None: the AQM's limit)
 
@@ -139,11 +141,12 @@ class PortView:
             return None
         return self.enqueued - self.counters.seen_packets
 
-    def queue(self) -> tuple[int, int]:
-        """The port's queue as BMv2 takes it: (rate in whole packets/s, depth in packets).
-        The depth defaults to the algorithm's limit, or BMv2's 64 without one."""
+    def queues(self) -> tuple[QueueSetting, ...]:
+        """The port's queues as BMv2 takes them (rates in whole packets/s, depths in
+        packets): one, or DualPI2's two. The depth defaults to the algorithm's limit, or
+        BMv2's 64 without one."""
         depth = self.queue_depth or getattr(self.config.aqm, "limit", DEFAULT_LIMIT)
-        return max(1, round(self.config.link_pps)), depth
+        return self.config.aqm.queues(max(1, round(self.config.link_pps)), depth)
 
     def estimated_avg(self, now: float) -> float | None:
         """The average now. While records keep coming it is the last record's. When they
@@ -200,10 +203,11 @@ class Controller:
     # (re)connection and change. None leaves them to the caller (the experiments).
     queues: QueueControl | None = None
     l2: dict[str, int] = field(default_factory=dict)    # l2_exact: MAC -> port
+    priority_queues: int = 1    # the switch's --priority-queues (DualPI2 needs 2)
 
     def __post_init__(self) -> None:
         self.switch = AqmSwitch(self.address, self.artifacts, self.ports, self.device_id,
-                                on_ready=self._on_ready)
+                                on_ready=self._on_ready, priority_queues=self.priority_queues)
         self.ready = asyncio.Event()
         self.events: deque[Event] = deque(maxlen=1000)
         self._event_seq = 0
@@ -269,16 +273,17 @@ class Controller:
         fatal."""
         if self.queues is None:
             return ""
-        queues = {v.config.port: v.queue() for v in views}
-        commands = [c for port, (rate, depth) in queues.items()
-                    for c in queue_commands(port, rate_pps=rate, depth=depth)]
+        queues = [(v.config.port, q) for v in views for q in v.queues()]
+        commands = [c for port, q in queues for c in queue_commands(
+            port, rate_pps=q.rate_pps, depth=q.depth, priority=q.priority)]
         try:
             await asyncio.to_thread(self.queues.runtime_cli, commands)
         except (SwitchError, ToolMissing, OSError, subprocess.TimeoutExpired) as err:
             self.log(None, "switch", f"queue rate and depth NOT set: {err}")
             return "; queue rate and depth NOT set"
-        return "; queues " + ", ".join(f"port {port} {rate}/s depth {depth}"
-                                       for port, (rate, depth) in queues.items())
+        return "; queues " + ", ".join(
+            f"port {port}{'' if q.priority is None else f' priority {q.priority}'} "
+            f"{q.rate_pps}/s depth {q.depth}" for port, q in queues)
 
     def _on_down(self, *_args) -> None:
         if self.ready.is_set():
@@ -328,9 +333,9 @@ class Controller:
         self.require_switch()
         await self.switch.configure_port(self._with_loop_telemetry(new, view.loop),
                                          reset=algorithm is not None)
-        before = view.queue()
+        before = view.queues()
         view.config = new
-        return new, await self._set_queues([view]) if view.queue() != before else ""
+        return new, await self._set_queues([view]) if view.queues() != before else ""
 
     async def set_l2(self, mac: str, port: int | None) -> None:
         """Add or replace (port) or remove (None) an l2_exact entry, validated first."""
@@ -463,7 +468,7 @@ class Controller:
             view.counters = await self.switch.read_counters(port)
             view.enqueued = await self.switch.read_enqueued(port)
             view.group_counters = (await self.switch.read_group_counters(port)
-                                   if isinstance(view.config.aqm, Aecn) else None)
+                                   if type(view.config.aqm).group_names else None)
 
     def snapshot(self) -> dict:
         """The state the CLI shows, as JSON-ready data in physical units."""
@@ -480,12 +485,13 @@ class Controller:
                 "bmv2_random": cfg.bmv2_random,
                 "telemetry_interval": cfg.telemetry_interval,
                 "loop": vars(view.loop) if view.loop else None,
-                "queue": None if self.queues is None else dict(zip(("rate_pps", "depth"),
-                                                                   view.queue())),
+                "queues": None if self.queues is None else [vars(q) for q in view.queues()],
                 "enqueued": view.enqueued,
                 "lost_in_queue": view.lost_in_queue(),
                 "counters": vars(view.counters) if view.counters else None,
-                "groups": view.group_counters,
+                "groups": None if view.group_counters is None else {
+                    "names": list(type(cfg.aqm).group_names), **view.group_counters},
+                "ect1": type(cfg.aqm).ect1,
                 "telemetry": None if rec is None else {
                     "age": now - view.latest_at,
                     "avg": rec.avg_packets,

@@ -11,6 +11,10 @@ from enum import IntEnum
 CPU_PORT = 510
 DROP_PORT = 511
 TELEMETRY_SESSION = 500
+# DualPI2's charge (dualpi2.p4): clone sessions per port, to the port itself, and to the
+# port and the CPU port (the charge of a packet that also exports a record).
+CHARGE_SESSIONS = 512
+CHARGE_EXPORT_SESSIONS = 1024
 # Data ports are 0..509; 510 is the CPU port and 511 BMv2's drop port.
 MAX_DATA_PORT = 509
 

@@ -83,6 +83,7 @@ class AqmSwitch:
     device_id: int = 0
     name: str = "p4aqm"
     on_ready: Callable[["AqmSwitch"], Awaitable[None]] | None = None
+    priority_queues: int = 1     # the switch's --priority-queues (DualPI2 needs 2)
     _installed: dict[int, PortProgram] = field(default_factory=dict, init=False)
     _epochs: dict[int, int] = field(default_factory=dict, init=False)
     _tracking: bool = field(default=False, init=False)
@@ -185,12 +186,17 @@ class AqmSwitch:
 
     async def install_base(self) -> None:
         """After a pipeline push the tables are empty: forget what was installed, install
-        the clone session. on_ready must call this first (under the caller's lock)."""
+        the clone sessions (telemetry's, and each port's two for DualPI2's charge). on_ready
+        must call this first (under the caller's lock)."""
         self._installed.clear()
         self._dirty.clear()
         self._tracking = False
-        await self.sw.write([+fy.P4CloneSessionEntry(
-            dp.TELEMETRY_SESSION, replicas=[(dp.CPU_PORT, 1)])])
+        sessions = [+fy.P4CloneSessionEntry(dp.TELEMETRY_SESSION, replicas=[(dp.CPU_PORT, 1)])]
+        for port in sorted(self.ports):
+            sessions += [+fy.P4CloneSessionEntry(dp.CHARGE_SESSIONS + port, replicas=[(port, 1)]),
+                         +fy.P4CloneSessionEntry(dp.CHARGE_EXPORT_SESSIONS + port,
+                                                 replicas=[(dp.CPU_PORT, 1), (port, 1)])]
+        await self.sw.write(sessions)
 
     def installed(self, port: int) -> PortProgram | None:
         return self._installed.get(port)
@@ -210,6 +216,11 @@ class AqmSwitch:
         """
         self.check_port(config.port)
         program = config.encode()
+        if program.encoded is not None and program.encoded.priority_queues > self.priority_queues:
+            raise ConfigError(
+                f"{config.aqm.action} needs a switch started with --priority-queues "
+                f"{program.encoded.priority_queues}; this one has {self.priority_queues} "
+                f"(priority_queues in the configuration)")
         old = self._installed.get(config.port)
         if program.encoded is None:
             # No AQM: every entry of the port goes and the program's default forwards it.
@@ -316,7 +327,9 @@ class AqmSwitch:
         return 0
 
     async def read_group_counters(self, port: int) -> dict[str, list[int]]:
-        """Marks and drops per group of the port (AECN's robust, average, fragile)."""
+        """Marks and drops per group of the port, the first three (AECN's robust, average,
+        fragile; PI2's classic, L4S and an unused third: the algorithm's `groups` name
+        them)."""
         self.check_port(port)
         out = {}
         for name in ("group_marks", "group_drops"):

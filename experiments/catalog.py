@@ -19,6 +19,7 @@ MODULES = (
     "e6",
     "e7",
     "e8",
+    "e9",
 )
 
 EXPERIMENTS: dict[str, Experiment] = {

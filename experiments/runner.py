@@ -7,9 +7,10 @@ A run's folder holds:
   versions.json    p4c, BMv2, kernel, iperf3, Python packages
   rtt.json         measured ping RTT per sender/receiver pair against the configured one
   telemetry.csv    bottleneck telemetry: time, average, depth, probability, sojourn, Pmax,
-                   group and the RTT the switch measured (AECN)
+                   group, the RTT the switch measured (AECN) and the codepoint on arrival
   counters.csv     bottleneck counters once a second
-  groups.json      AECN: marks and drops per group, the RTT tracker's events
+  groups.json      marks and drops per group (AECN's RTT groups, PI2's classes); AECN:
+                   the RTT tracker's events
   flows/*.json     iperf3 output of every flow (client side), or the userspace
                    transport's in the same shape (and its receiver's, flowNNN-receiver.json)
   transfers/*.json short-transfer client results; tcp.json per-host TCP segment counts
@@ -37,7 +38,8 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 
 from control_plane import fixedpoint as fp
-from control_plane.aqm import Aecn, DropTail, PortConfig
+from control_plane.algorithms.base import Link
+from control_plane.aqm import Aecn, Aqm, DropTail, PortConfig
 from control_plane.build import REPO, Artifacts
 from control_plane.controller import Controller, PortView, Route
 from control_plane.toolchain import find
@@ -139,7 +141,7 @@ class Recorder:
         self.ctl, self.port, self.t0 = ctl, port, t0
         self.telemetry: list[dict] = []
         self.counters: list[dict] = []
-        self.groups: dict = {}      # AECN: marks and drops per group, the tracker's events
+        self.groups: dict = {}      # marks and drops per group; AECN: the tracker's events
         self.running = True
 
     def pmax(self) -> float | None:
@@ -155,7 +157,8 @@ class Recorder:
             self.telemetry.append({
                 "t": time.monotonic() - self.t0, "avg": rec.avg_packets, "qdepth": rec.qdepth,
                 "prob": fp.from_frac32(rec.prob), "sojourn_ms": rec.deq_timedelta / 1000,
-                "pmax": self.pmax(), "group": rec.group, "rtt_ms": rec.rtt / 1000})
+                "pmax": self.pmax(), "group": rec.group, "rtt_ms": rec.rtt / 1000,
+                "ecn": rec.ecn_in})
 
     async def sample(self) -> None:
         try:
@@ -163,9 +166,12 @@ class Recorder:
             enqueued = await self.ctl.switch.read_enqueued(self.port)
             self.counters.append({"t": time.monotonic() - self.t0, "enqueued": enqueued,
                                   **asdict(c)})
-            if isinstance(self.ctl.ports[self.port].config.aqm, Aecn):
-                self.groups = {**await self.ctl.switch.read_group_counters(self.port),
-                               "rtt_events": await self.ctl.switch.read_rtt_events()}
+            aqm = self.ctl.ports[self.port].config.aqm
+            if type(aqm).group_names:
+                self.groups = {"names": list(type(aqm).group_names),
+                               **await self.ctl.switch.read_group_counters(self.port)}
+            if isinstance(aqm, Aecn):
+                self.groups["rtt_events"] = await self.ctl.switch.read_rtt_events()
         except Exception as err:  # a sample lost to a reconnect is not fatal
             LOG.debug("counter sample failed: %s", err)
 
@@ -193,11 +199,19 @@ def tcp_counters(host) -> dict[str, int]:
     return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:])}
 
 
+def priority_queues(aqm: Aqm, pps: int) -> int:
+    """BMv2's queues per port the bottleneck's AQM needs (DualPI2: 2)."""
+    return aqm.encode(Link(float(pps))).priority_queues
+
+
 def build_topology(spec: RunSpec, folder: Path, log_level: str):
-    """A Dumbbell or a ParkingLot, from the run's topology specification."""
+    """A Dumbbell or a ParkingLot, from the run's topology specification, its switches
+    with the queues per port the AQM needs."""
     if isinstance(spec.topology, DumbbellSpec):
-        return Dumbbell(spec.topology, folder, log_level)
-    return ParkingLot(spec.topology, folder, log_level)
+        queues = priority_queues(spec.aqm, spec.topology.bottleneck.pps)
+        return Dumbbell(spec.topology, folder, log_level, priority_queues=queues)
+    queues = max(priority_queues(spec.aqm, link.pps) for link in spec.topology.links)
+    return ParkingLot(spec.topology, folder, log_level, priority_queues=queues)
 
 
 class Run:
@@ -304,7 +318,8 @@ class Run:
                 ports[port] = PortView(PortConfig(port=port, aqm=DropTail(limit=WIDE_QUEUE),
                                                   link_pps=10 * bn.pps))
         ctl = Controller(plan.node.grpc_address, self.artifacts, ports,
-                         [Route(*route) for route in plan.routes])
+                         [Route(*route) for route in plan.routes],
+                         priority_queues=plan.node.priority_queues)
         with GUARD.deferred():   # its thread, recorded for the teardown to close
             thread = ControllerThread(ctl)
             controllers.append(thread)
@@ -312,7 +327,9 @@ class Run:
         thread.call(asyncio.wait_for(ctl.ready.wait(), 30))
         for port in plan.ports:
             if port == plan.bottleneck_port:
-                plan.node.bmv2.set_queue(port, rate_pps=bn.pps, depth=bn.buffer)
+                for queue in spec.aqm.queues(bn.pps, bn.buffer):   # DualPI2: two
+                    plan.node.bmv2.set_queue(port, rate_pps=queue.rate_pps, depth=queue.depth,
+                                             priority=queue.priority)
             else:
                 plan.node.bmv2.set_queue(port, depth=WIDE_QUEUE)
 
@@ -443,8 +460,10 @@ class Run:
             while steps and steps[0][0] <= now:
                 planned, fraction = steps.pop(0)
                 for plan in plans:
-                    plan.node.bmv2.set_queue(plan.bottleneck_port,
-                                             rate_pps=max(1, round(plan.bottleneck.pps * fraction)))
+                    rate = max(1, round(plan.bottleneck.pps * fraction))
+                    for queue in spec.aqm.queues(rate, plan.bottleneck.buffer):
+                        plan.node.bmv2.set_queue(plan.bottleneck_port, rate_pps=queue.rate_pps,
+                                                 priority=queue.priority)
                 # When the switches took it (the CLI takes a moment), for the step's metrics.
                 stepped.append({"planned": planned, "fraction": fraction,
                                 "at": time.monotonic() - start})

@@ -10,7 +10,7 @@ from topologies.dumbbell import DumbbellSpec
 from topologies.parking_lot import ParkingLotSpec
 
 
-TRANSPORTS = ("kernel", "mecn", "rfc3168")
+TRANSPORTS = ("kernel", "mecn", "rfc3168", "scalable")
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,8 @@ class Flow:
     """A long-lived flow. sender/receiver index the dumbbell's hosts; a reverse flow sends
     from the receiver side to the sender side (ACK-path traffic). transport: "kernel" is
     Linux TCP through iperf3; "mecn" and "rfc3168" are the userspace Reno of `transport/`
-    answering marks as seed 001's Table 3 says or halving on any mark."""
+    answering marks as seed 001's Table 3 says or halving on any mark; "scalable" its L4S
+    sender (ECT(1), transport/scalable.py)."""
 
     sender: int
     receiver: int

@@ -25,6 +25,7 @@ control IngressPipe(inout headers_t hdr,
                     inout standard_metadata_t std_meta) {
     Forwarding() forwarding;
     RttTracker() rtt_tracker;
+    DualPi2Queue() dualpi2_queue;
 #ifdef P4AQM_DROP_AT_ENQUEUE
     ArrivalView() arrival_view;
     AqmStage() aqm_stage;
@@ -33,6 +34,7 @@ control IngressPipe(inout headers_t hdr,
 
     apply {
         forwarding.apply(hdr, meta, std_meta);
+        dualpi2_queue.apply(hdr, meta.port_index, std_meta);
         rtt_tracker.apply(hdr, std_meta.ingress_global_timestamp, meta.rtt_us);
 #ifdef P4AQM_DROP_AT_ENQUEUE
         if (std_meta.egress_spec != DROP_PORT) {
@@ -59,10 +61,17 @@ control EgressPipe(inout headers_t hdr,
 #endif
     TelemetryExport() telemetry_export;
     TelemetryFormat() telemetry_format;
+    DualPi2Charge() dualpi2_charge;
 
     apply {
         if (std_meta.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
-            telemetry_format.apply(hdr, meta.rec, meta.stamp);
+            // A telemetry record for the CPU port, or a DualPI2 charge (dualpi2.p4): its
+            // service slot in the classic queue was the point.
+            if (std_meta.egress_port == CPU_PORT) {
+                telemetry_format.apply(hdr, meta.rec, meta.stamp);
+            } else {
+                mark_to_drop(std_meta);
+            }
         } else {
 #ifdef P4AQM_DROP_AT_ENQUEUE
             departure.apply(meta.port_index, std_meta, meta.rec);
@@ -78,6 +87,9 @@ control EgressPipe(inout headers_t hdr,
 #endif
                 telemetry_export.apply(meta.port_index, meta.aqm.common.fresh, hdr, std_meta,
                                        meta.rec, meta.stamp);
+                if (meta.aqm.pi2.isValid()) {
+                    dualpi2_charge.apply(meta.aqm.pi2, meta.rec);
+                }
             }
         }
     }

@@ -68,7 +68,9 @@ async def run_pattern(switch: AqmSwitch, testbed: Testbed, config: PortConfig,
     """make_frame(ip_id, ecn): the frame to send (by default a UDP datagram, port 1 to 2)."""
     program = await switch.configure_port(config)
     epoch = switch.epoch(config.port)
-    testbed.switch.set_queue(config.port, rate_pps=RATE_PPS, depth=queue_depth)
+    for queue in config.aqm.queues(RATE_PPS, queue_depth):   # DualPI2: two, at their rates
+        testbed.switch.set_queue(config.port, rate_pps=queue.rate_pps, depth=queue.depth,
+                                 priority=queue.priority)
     total = sum(burst for burst, _ in steps)
     sent = {i: ecn_cycle[(i - 1) % len(ecn_cycle)] for i in range(1, total + 1)}
     frames = [bytes(make_frame(i, ecn)) for i, ecn in sent.items()]
@@ -115,18 +117,21 @@ def replay(run: Run, use_switch_draws: bool = False) -> tuple[list[TelemetryReco
 
 
 def check_against_model(run: Run, use_switch_draws: bool = False,
-                        tail_drops: bool = False) -> list[TelemetryRecord]:
+                        tail_drops: bool = False, two_queues: bool = False) -> list[TelemetryRecord]:
     """Packet by packet: records, delivered frames and counters equal the model's.
     tail_drops: BMv2 may drop at its full queue (a shallow queue_depth); the packets
     egress saw must still be numbered without gaps, and the gaps in the arrival numbers
-    must be exactly the packets without a record."""
+    must be exactly the packets without a record. two_queues: DualPI2's L queue (ECT(1),
+    CE) overtakes the classic queue, each queue leaving in sending order."""
     total = len(run.sent)
     n = len(run.records)
     assert [r.pkt_seq for r in run.records] == list(range(1, n + 1)), "telemetry incomplete"
     if not tail_drops:
         assert n == total, f"telemetry incomplete: {n} of {total} records"
-        assert [r.ip_id for r in run.records] == list(run.sent), \
-            "egress order differs from sending"
+        for queue in ((0, 1) if two_queues else (None,)):
+            assert [r.ip_id for r in run.records if queue in (None, r.ecn_in & 1)] == \
+                [i for i, ecn in run.sent.items() if queue in (None, ecn & 1)], \
+                "egress order differs from sending"
     if run.records[0].arr_seq:   # the algorithms that record arrival numbers (BLUE, REM)
         first = run.records[0].arr_seq - run.records[0].ip_id + 1
         assert all(r.arr_seq == first + r.ip_id - 1 for r in run.records), \
@@ -148,7 +153,7 @@ def check_against_model(run: Run, use_switch_draws: bool = False,
         assert ipv4_header_checksum_ok(raw), f"ip id {ip_id}: bad header checksum"
         assert packet.dst == HOSTS[PORT].ip
 
-    assert run.counters == model.counters
+    assert run.counters == model.counters, (run.counters, model.counters)
     return expected
 
 
@@ -192,6 +197,18 @@ def check_wait_branches(records: list[TelemetryRecord], at_two: bool = True) -> 
     want = {"held", "between, fired", "between, passed"} | ({"at 2"} if at_two else set())
     assert want <= set(seen), seen
     return seen
+
+
+def group_counts(records: list[TelemetryRecord]) -> dict[str, list[int]]:
+    """group_marks and group_drops (the first three groups) as the records say: each
+    packet's outcome counted in its group (AECN's RTT group, PI2's class)."""
+    want = {"group_marks": [0, 0, 0], "group_drops": [0, 0, 0]}
+    for r in records:
+        if Outcome(r.outcome) == Outcome.MARK:
+            want["group_marks"][r.group] += 1
+        elif Outcome(r.outcome).is_drop:
+            want["group_drops"][r.group] += 1
+    return want
 
 
 def check_marks_follow_probability(records: list[TelemetryRecord],

@@ -6,6 +6,7 @@ control_plane/toolchain.py for where they are looked up) or when not run as root
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -65,22 +66,50 @@ def artifacts(tmp_path_factory):
     return compile_program(tmp_path_factory.mktemp("p4build"))
 
 
-@pytest.fixture
-def testbed(tmp_path, artifacts):
+@contextlib.contextmanager
+def hosts_testbed(tmp_path, priority_queues: int = 1):
+    """A switch in namespaces with a port per host (HOSTS)."""
     reason = skip_reason_for_switch()
     if reason:
         pytest.skip(reason)
     level = os.environ.get("P4AQM_BMV2_LOG", "warn")
-    with Testbed(workdir=tmp_path / "switch", ports=tuple(HOSTS), log_level=level) as bed:
+    with Testbed(workdir=tmp_path / "switch", ports=tuple(HOSTS), log_level=level,
+                 priority_queues=priority_queues) as bed:
+        yield bed
+
+
+@contextlib.asynccontextmanager
+async def routed_switch(testbed, artifacts):
+    """A primary P4Runtime session with routes between the hosts behind each port."""
+    async with AqmSwitch(testbed.switch.config.grpc_address, artifacts, testbed.ports,
+                         priority_queues=testbed.priority_queues) as sw:
+        for port, host in HOSTS.items():
+            await sw.add_route(f"{host.ip}/32", port, src_mac=host.gateway_mac, dst_mac=host.mac)
+        yield sw
+
+
+@pytest.fixture
+def testbed(tmp_path, artifacts):
+    with hosts_testbed(tmp_path) as bed:
         yield bed
 
 
 @pytest.fixture
 async def switch(testbed, artifacts):
-    """A primary P4Runtime session with routes between the hosts behind each port."""
-    async with AqmSwitch(testbed.switch.config.grpc_address, artifacts, testbed.ports) as sw:
-        for port, host in HOSTS.items():
-            await sw.add_route(f"{host.ip}/32", port, src_mac=host.gateway_mac, dst_mac=host.mac)
+    async with routed_switch(testbed, artifacts) as sw:
+        yield sw
+
+
+@pytest.fixture
+def dual_testbed(tmp_path, artifacts):
+    """The testbed with two priority queues per port (simple_switch --priority-queues 2)."""
+    with hosts_testbed(tmp_path, priority_queues=2) as bed:
+        yield bed
+
+
+@pytest.fixture
+async def dual_switch(dual_testbed, artifacts):
+    async with routed_switch(dual_testbed, artifacts) as sw:
         yield sw
 
 

@@ -75,6 +75,7 @@ def write_config(tmp_path: Path, testbed, artifacts, port: str) -> Path:
     config.write_text(f'''switch = "{testbed.switch.config.grpc_address}"
 build = "{artifacts.bmv2_json.parent}"
 netns = "{testbed.switch_ns.name}"
+priority_queues = {testbed.priority_queues}
 [[port]]
 port = 1
 link_pps = 5000
@@ -99,9 +100,7 @@ def serving(tmp_path: Path, config: Path) -> Iterator[Path]:
             proc.wait(10)
 
 
-@pytest.fixture
-def served(testbed, artifacts, tmp_path):
-    config = write_config(tmp_path, testbed, artifacts, """link_pps = 200
+RED_ECN_PORT = """link_pps = 200
 queue_depth = 5000
 algorithm = "red_ecn"
 minth = 5
@@ -109,7 +108,21 @@ maxth = 15
 maxp = 0.1
 wq = 0.05
 limit = 2000
-telemetry_interval = 0.01""")
+telemetry_interval = 0.01"""
+
+
+@pytest.fixture
+def served(testbed, artifacts, tmp_path):
+    """`aqmctl serve` for the testbed's switch: port 2 at 200 packets/s under RED+ECN."""
+    with serving(tmp_path, write_config(tmp_path, testbed, artifacts, RED_ECN_PORT)) as sock:
+        wait_connected(sock, 1)
+        yield sock
+
+
+@pytest.fixture
+def dual_served(dual_testbed, artifacts, tmp_path):
+    """The same, on a switch with two priority queues per port (DualPI2)."""
+    config = write_config(tmp_path, dual_testbed, artifacts, RED_ECN_PORT)
     with serving(tmp_path, config) as sock:
         wait_connected(sock, 1)
         yield sock
@@ -228,6 +241,8 @@ async def switch_aqm_params(testbed, artifacts, port: int) -> dict[str, int]:
                  {"dropping", "count", "lastcount", "sojourn_ms"}, id="codel"),
     pytest.param("pie", ["alpha=0.5", "beta=5", "max_burst=0", "mark_ecnth=0.9"],
                  {"p", "qdelay_old_ms", "burst_ms"}, id="pie"),
+    pytest.param("pi2", ["target=0.005", "tupdate=0.01", "alpha=0.5", "beta=5"],
+                 {"p", "p_classic", "qdelay_old_ms"}, id="pi2"),
 ])
 async def test_algorithms_beyond_red_through_aqmctl(served, testbed, artifacts, algorithm,
                                                     settings, shown):
@@ -272,7 +287,7 @@ async def test_aecn_groups_through_aqmctl(served, testbed, artifacts):
     marks, drops = port["groups"]["group_marks"], port["groups"]["group_drops"]
     assert marks[2] > 0 and marks[:2] == [0, 0] and drops[:2] == [0, 0], port["groups"]
     table = aqmctl(served, "show", str(PORT))
-    assert table.returncode == 0 and "per group (AECN)" in table.stdout
+    assert table.returncode == 0 and "marks and drops per group" in table.stdout
     assert re.search(rf"{PORT}\D+fragile\D+{marks[2]}\D+{drops[2]}\D", table.stdout), \
         table.stdout
 
@@ -282,6 +297,58 @@ async def test_aecn_groups_through_aqmctl(served, testbed, artifacts):
     assert len(rules) == 1 and "dst_port" in rules[0]
     one_error_line(aqmctl(served, "set", str(PORT), "groups=dport:x=robust"), "dport")
     assert len(await aecn_rules(testbed, artifacts)) == 1
+
+
+def l_queue_span(testbed, packets: int = 30) -> float:
+    """Seconds the port takes to deliver a burst of ECT(1) packets (the L queue's rate)."""
+    rx = testbed.port(PORT)
+    rx.drain()
+    start = time.monotonic()
+    send_paced(testbed.port(1), [bytes(udp_packet(i + 1, Ecn.ECT1)) for i in range(packets)],
+               paced(1000, packets / 1000))
+    frames = rx.receive(quiet=1.0, limit=10.0, expect=packets)
+    assert len(frames) == packets
+    return time.monotonic() - start
+
+
+async def test_dualpi2_through_aqmctl_with_both_queues_restored(dual_served, dual_testbed):
+    """DualPI2 set from the shell on a switch with two priority queues: show says what
+    ECT(1) means, both queues' rates and depths and the marks per class; the L queue runs
+    at its own rate (set over Thrift), and after a switch restart both queues are set
+    again."""
+    settings = ["target=0.005", "tupdate=0.01", "alpha=0.5", "beta=5", "l_rate=0.5",
+                "l_depth=40"]
+    result = aqmctl(dual_served, "set", str(PORT), "dualpi2", *settings)
+    assert result.returncode == 0, result.stderr
+    port = state(dual_served)["ports"][str(PORT)]
+    assert port["ect1"] == "L4S (RFC 9331)" and state(dual_served)["ports"]["1"]["ect1"] == \
+        "ECN-capable (RFC 3168)"
+    assert port["queues"] == [{"priority": 0, "rate_pps": 200, "depth": 5000},
+                              {"priority": 1, "rate_pps": 100, "depth": 40}]
+    queues = f"port {PORT} priority 0 200/s depth 5000, port {PORT} priority 1 100/s depth 40"
+    assert queues in aqmctl(dual_served, "events").stdout
+    assert l_queue_span(dual_testbed) > 0.8 * 30 / 100
+
+    steps = paced(300, 2.0)
+    frames = [bytes(udp_packet(i + 1, Ecn.ECT1 if i % 2 else Ecn.ECT0))
+              for i in range(sum(b for b, _ in steps))]
+    send_paced(dual_testbed.port(1), frames, steps)
+    drained_counters(dual_served)
+    port = state(dual_served)["ports"][str(PORT)]
+    assert set(port["telemetry"]["state"]) == {"p", "p_classic", "qdelay_old_ms"}
+    marks = port["groups"]["group_marks"]
+    assert port["groups"]["names"] == ["classic", "l4s"] and marks[0] > 0 and marks[1] > 0
+    table = aqmctl(dual_served, "show", str(PORT))
+    assert table.returncode == 0 and "L4S (RFC 9331)" in table.stdout
+    assert re.search(rf"{PORT}\D+l4s\D+{marks[1]}\D", table.stdout), table.stdout
+
+    dual_testbed.switch.stop()
+    time.sleep(0.5)
+    dual_testbed.switch.start()
+    wait_connected(dual_served, 2)
+    events = aqmctl(dual_served, "events").stdout
+    assert events.count(queues) == 2, events
+    assert l_queue_span(dual_testbed) > 0.8 * 30 / 100
 
 
 def steps_after(sock: Path, mark: str, source: str = "ared") -> list[str]:
@@ -342,7 +409,9 @@ def invalid_commands() -> list[list[str]]:
                                           ("rem", ("gamma", "phi", "interval")),
                                           ("aecn", ("a", "robust_minth")),
                                           ("codel", ("target", "interval", "min_backlog")),
-                                          ("pie", ("alpha", "tupdate", "mark_ecnth")))
+                                          ("pie", ("alpha", "tupdate", "mark_ecnth")),
+                                          ("pi2", ("target", "tupdate", "k")),
+                                          ("dualpi2", ("step_thresh", "l_rate", "l_depth")))
                  for name in names for bad in BAD_NUMBERS]
     commands += [["set", port, "maxp=NaN", "maxp=0.1"], ["set", port, "maxth=-1e999", "maxth=15"],
                  ["set", port, "maxp=0.2", "maxp=0.2"], ["set", port, "maxp=0"],
@@ -355,7 +424,9 @@ def invalid_commands() -> list[list[str]]:
                  ["set", port, "maxp="], ["set", port, "maxp"], ["set", port, "red", "red"],
                  ["set", port, "--bogus"], ["set", port, "x" * 100_000],
                  ["set", port, "maxp=" + "9" * 100_000], ["set", port, "gentle=maybe"],
-                 ["set", port, "ecn=2"], ["set", port, "bmv2_random=None"]]
+                 ["set", port, "ecn=2"], ["set", port, "bmv2_random=None"],
+                 ["set", port, "dualpi2"], ["set", port, "pi2", "k=0"],
+                 ["set", port, "pi2", "k=2.5"], ["set", port, "dualpi2", "l_rate=0"]]
     for bad_port in ("x", "-1", "510", "7", "99999999999999999999", "9" * 5000, "５", "2.0",
                      "+-2", ""):
         commands += [["set", bad_port, "maxp=0.1"], ["show", bad_port],
@@ -388,7 +459,7 @@ async def test_every_invalid_command_is_refused_in_one_line_and_writes_nothing(s
     # aqmctl runs its own event loop: in a thread, away from the test's.
     await asyncio.to_thread(refuse_all, served, commands)
     after = state(served)
-    configured = ("algorithm", "params", "link_pps", "loop", "queue", "telemetry_interval")
+    configured = ("algorithm", "params", "link_pps", "loop", "queues", "telemetry_interval")
     for port, info in after["ports"].items():
         assert {k: info[k] for k in configured} == \
             {k: before_state["ports"][port][k] for k in configured}

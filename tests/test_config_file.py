@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.aqm import ConfigError, Mecn, NoAqm
+from control_plane.algorithms.base import QueueSetting
+from control_plane.aqm import ConfigError, DualPi2, Mecn, NoAqm
 from control_plane.config_file import load_controller
 
 BASE = 'switch = "127.0.0.1:9559"\nbuild = "."\n[[port]]\nport = 2\nlink_pps = 100\n'
@@ -35,7 +36,8 @@ def test_the_readme_defaults(write):
     assert ctl.ports[2].config.aqm == Mecn() and ctl.ports[2].config.aqm.wq == 0.0027
     assert (ctl.queues.thrift_ip, ctl.queues.thrift_port, ctl.queues.enter_netns) == \
         ("127.0.0.1", 9090, ())
-    assert ctl.ports[2].queue() == (100, 64)
+    assert ctl.ports[2].queues() == (QueueSetting(None, 100, 64),)
+    assert ctl.priority_queues == 1 and ctl.switch.priority_queues == 1
     waiting = load_controller(write(BASE.replace(
         "link_pps = 100\n", 'link_pps = 100\nalgorithm = "red_ecn"\nwait = true\n')))
     assert waiting.ports[2].config.aqm.wait
@@ -47,14 +49,31 @@ def test_l2_entries_queues_and_ports_without_aqm(write):
         '[[l2]]\nmac = "02:AA:00:00:00:01"\nport = 3\n' + ROUTE.replace("port = 2", "port = 3")))
     assert ctl.l2 == {"02:aa:00:00:00:01": 3}
     assert isinstance(ctl.ports[3].config.aqm, NoAqm) and ctl.routes[0].port == 3
-    assert ctl.ports[2].queue() == (100, 500) and ctl.ports[3].queue() == (1001, 64)
+    assert ctl.ports[2].queues() == (QueueSetting(None, 100, 500),)
+    assert ctl.ports[3].queues() == (QueueSetting(None, 1001, 64),)
     ctl = load_controller(write('netns = "sw"\nthrift = "10.0.0.1:9091"\n' + BASE))
     assert ctl.queues.enter_netns == ("ip", "netns", "exec", "sw")
     assert (ctl.queues.thrift_ip, ctl.queues.thrift_port) == ("10.0.0.1", 9091)
     assert load_controller(write("manage_queues = false\n" + BASE)).queues is None
 
 
+def test_dualpi2_sets_both_priority_queues(write):
+    """The classic queue at the port's rate and depth, the L queue at l_rate of the rate
+    and its own depth; the switch's priority queues come from the file."""
+    ctl = load_controller(write("priority_queues = 2\n" + BASE + 'algorithm = "dualpi2"\n'
+                                "queue_depth = 200\nl_rate = 0.75\nl_depth = 30\n"))
+    assert ctl.ports[2].config.aqm == DualPi2(l_rate=0.75, l_depth=30)
+    assert ctl.ports[2].queues() == (QueueSetting(0, 100, 200), QueueSetting(1, 75, 30))
+    assert ctl.switch.priority_queues == 2
+
+
 @pytest.mark.parametrize("text, message", [
+    pytest.param(BASE + 'algorithm = "dualpi2"\n', "needs a switch started with "
+                 "--priority-queues 2: set priority_queues = 2", id="dualpi2-one-queue"),
+    pytest.param("priority_queues = 9\n" + BASE, "priority_queues must be in [1, 8]",
+                 id="priority-queues-9"),
+    pytest.param("priority_queues = 2\n" + BASE + 'algorithm = "dualpi2"\nl_rate = 0\n',
+                 "l_rate must be in (0, 1]", id="l-rate-0"),
     pytest.param(BASE + ROUTE.replace("port = 2", "port = 1"),
                  "port 1, which has no [[port]] entry", id="route-port"),
     pytest.param(BASE + ROUTE.replace('"02:00:00:00:00:01"', '"zz"'), "'zz' is not a MAC",

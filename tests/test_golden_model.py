@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from control_plane.aqm import (ALGORITHMS, Aecn, Blue, Codel, DropTail, Ecnm, Mecn, Newque,
-                               Pi, Pie, PortConfig, Red, RedEcn, Rem)
+from control_plane.aqm import (ALGORITHMS, Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn,
+                               Newque, Pi, Pi2, Pie, PortConfig, Red, RedEcn, Rem)
 from control_plane.dataplane import ECN_LEVEL, Ecn, Outcome
 from control_plane.golden import Arrival, PortModel, xorshift32
 from modeling import arrivals, run_model
@@ -30,6 +30,8 @@ EVERY_ALGORITHM = {
     "codel": Codel(target=0.005, interval=0.02, limit=30),
     "pie": Pie(target=0.005, tupdate=0.005, max_burst=0.0, alpha=2.0, beta=20.0,
                mark_ecnth=0.5, limit=30),
+    "pi2": Pi2(target=0.005, tupdate=0.005, alpha=2.0, beta=20.0, limit=30),
+    "dualpi2": DualPi2(target=0.005, tupdate=0.005, alpha=2.0, beta=20.0, limit=30),
 }
 
 

@@ -49,6 +49,7 @@ class Dumbbell:
     spec: DumbbellSpec
     workdir: Path
     log_level: str = "off"
+    priority_queues: int = 1       # the P4 switch's queues per port (DualPI2: 2)
     net: RunNet | None = field(default=None, init=False)
     senders: list[HostInfo] = field(default_factory=list, init=False)
     receivers: list[HostInfo] = field(default_factory=list, init=False)
@@ -80,7 +81,7 @@ class Dumbbell:
 
     def _build(self, net: RunNet) -> None:
         s1 = net.addSwitch("s1", cls=P4AqmSwitch, workdir=self.workdir / "s1",
-                           log_level=self.log_level)
+                           log_level=self.log_level, priority_queues=self.priority_queues)
         n = len(self.spec.senders)
         for i, access in enumerate(self.spec.senders, start=1):
             info = HostInfo(f"h{i}", f"10.0.0.{i}", f"02:00:00:00:00:{i:02x}", port=i)

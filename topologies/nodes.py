@@ -77,11 +77,13 @@ class P4AqmSwitch(Switch):
     --no-p4). BMv2 port numbers are Mininet's port numbers.
     """
 
-    def __init__(self, name: str, workdir: Path, log_level: str = "off", **params):
+    def __init__(self, name: str, workdir: Path, log_level: str = "off",
+                 priority_queues: int = 1, **params):
         params["inNamespace"] = True
         super().__init__(name, **params)
         self.workdir = Path(workdir)
         self.log_level = log_level
+        self.priority_queues = priority_queues   # BMv2's queues per port (DualPI2: 2)
         self.bmv2: Bmv2Switch | None = None
 
     def start(self, controllers) -> None:
@@ -91,7 +93,8 @@ class P4AqmSwitch(Switch):
                       if intf.name != "lo"}
         self.bmv2 = Bmv2Switch(Bmv2Config(
             enter_netns=("mnexec", "-a", str(self.pid)), workdir=self.workdir,
-            interfaces=interfaces, log_level=self.log_level))
+            interfaces=interfaces, log_level=self.log_level,
+            priority_queues=self.priority_queues))
         self.bmv2.start()
 
     @property

@@ -46,6 +46,7 @@ class ParkingLot:
     spec: ParkingLotSpec
     workdir: Path
     log_level: str = "off"
+    priority_queues: int = 1       # each P4 switch's queues per port (DualPI2: 2)
     net: RunNet | None = field(default=None, init=False)
     # host -> index of the switch it hangs off (len(links) + 1 means the exit bridge)
     attached: dict[str, int] = field(default_factory=dict, init=False)
@@ -124,7 +125,9 @@ class ParkingLot:
 
     def _build(self, net: RunNet) -> None:
         switches = [net.addSwitch(f"s{i}", cls=P4AqmSwitch, workdir=self.workdir / f"s{i}",
-                                  log_level=self.log_level) for i in range(1, self.k + 1)]
+                                  log_level=self.log_level,
+                                  priority_queues=self.priority_queues)
+                    for i in range(1, self.k + 1)]
         exit_bridge = net.addHost("bx", cls=Bridge)
         for i, link in enumerate(self.spec.links, start=1):
             here = switches[i - 1]

@@ -19,6 +19,7 @@ class Testbed:
     wrapper: tuple[str, ...] = ()
     binary: Path | None = None
     ready_timeout: float = 15.0
+    priority_queues: int = 1      # BMv2's queues per port (DualPI2 needs 2)
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
     switch_ns: NetNS | None = field(default=None, init=False)
     tester_ns: NetNS | None = field(default=None, init=False)
@@ -38,7 +39,7 @@ class Testbed:
             self.switch = Bmv2Switch(Bmv2Config(
                 enter_netns=("ip", "netns", "exec", self.switch_ns.name),
                 workdir=self.workdir, log_level=self.log_level, wrapper=self.wrapper,
-                binary=self.binary,
+                binary=self.binary, priority_queues=self.priority_queues,
                 interfaces={port: self.iface("s", port) for port in self.ports}))
             self.switch.start(self.ready_timeout)
         except BaseException:

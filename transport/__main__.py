@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     snd.add_argument("--port", type=int, required=True)
     snd.add_argument("--time", type=float, default=10.0, help="seconds of new data")
     snd.add_argument("--response", choices=[r.value for r in Response], default="mecn",
-                     help="mecn: seed 001 Table 3 (0.8/0.6/0.5); rfc3168: any mark halves")
+                     help="mecn: seed 001 Table 3 (0.8/0.6/0.5); rfc3168: any mark halves; "
+                          "scalable: ECT(1), cwnd (1 - alpha/2) once per round trip on CE "
+                          "marks (DCTCP, TCP Prague's core), loss as Reno")
     snd.add_argument("--window", type=int, default=0,
                      help="receive window in bytes (iperf3 -w); 0: 1000 segments")
     snd.add_argument("--flow", type=int, default=1, help="flow id carried in every datagram")

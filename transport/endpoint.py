@@ -1,10 +1,12 @@
 """Both ends of the MECN transport on UDP sockets.
 
-The sender marks its data ECT(0) and writes, at the end, a JSON document shaped like
-iperf3's client output (`end.sum_sent`, `end.sum_received`, per-second `intervals`), so
-analysis reads both kinds of flow alike; the `mecn` section adds cwnd over time, marks per
-level and reductions per signal. The receiver reads each datagram's ECN field
-(IP_RECVTOS) and ACKs every segment (no delayed ACKs) with the level it carried.
+The sender marks its data ECT(0) (the scalable response: ECT(1)) and writes, at the end, a
+JSON document shaped like iperf3's client output (`end.sum_sent`, `end.sum_received`,
+per-second `intervals`), so analysis reads both kinds of flow alike; the `mecn` section
+adds cwnd over time, marks per level and reductions per signal (the scalable response:
+its alpha over time too). The receiver reads each datagram's ECN field (IP_RECVTOS) and
+ACKs every segment (no delayed ACKs) with the level it carried and the count of CE-marked
+segments so far.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from transport import wire
-from transport.reno import Reassembly, RenoConfig, RenoSender
+from transport.reno import Reassembly, RenoConfig, RenoSender, Response
+from transport.scalable import ScalableSender, make_sender
 
 IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 CWND_SAMPLE_PERIOD = 0.01     # s between cwnd samples (a sample also on every reduction)
@@ -51,7 +54,7 @@ def _interval(start: float, end: float, nbytes: int, retransmits: int, cwnd: flo
 def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: False) -> dict:
     """Send for `job.seconds`, then wait until every segment is acknowledged and close with
     a FIN. Returns the result document (also when interrupted or given up: `error` says)."""
-    sender = RenoSender(config)
+    sender = make_sender(config)
     payload = bytes(wire.PAYLOAD)
     t0 = time.monotonic()
     cwnd_log: list[list[float | None]] = []
@@ -69,7 +72,8 @@ def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: Fa
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, wire.ECT0)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS,
+                        wire.ECT1 if config.response is Response.SCALABLE else wire.ECT0)
         sock.bind(("0.0.0.0", job.source_port))
         sock.connect((job.host, job.port))
         while not sender.done:
@@ -131,7 +135,9 @@ def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: Fa
         "mecn": {**asdict(sender.stats), "malformed_acks": malformed,
                  "socket_errors": dict(errors), "fin_acked": fin_acked,
                  "srtt_ms": None if sender.srtt is None else sender.srtt * 1000,
-                 "cwnd": cwnd_log},
+                 "cwnd": cwnd_log,
+                 **({"alpha": [[t - t0, a] for t, a in sender.alpha_log]}
+                    if isinstance(sender, ScalableSender) else {})},
         "error": error,
     }
 
@@ -171,7 +177,7 @@ def _read_acks(sock: socket.socket, sender: RenoSender, flow: int, now: float,
             ack = wire.decode_ack(datagram)
             if ack.flow != flow:
                 raise wire.Malformed(f"flow {ack.flow}")
-            sender.on_ack(ack.ack, ack.level, now, ack.echo_seq)
+            sender.on_ack(ack.ack, ack.level, now, ack.echo_seq, ack.ce_packets)
         except (wire.Malformed, ValueError):
             malformed += 1
 
@@ -255,7 +261,8 @@ def receive(port: int, first_wait: float = 120.0, idle: float = 30.0,
             level = wire.level_of_ecn(ecn)
             ack = reassembly.on_segment(data.seq, data.payload_len, level, data.fin)
             try:
-                sock.sendto(wire.encode_ack(wire.Ack(flow, ack, data.seq, level)), source)
+                sock.sendto(wire.encode_ack(wire.Ack(flow, ack, data.seq, level,
+                                                     reassembly.stats.ce_packets)), source)
             except OSError as err:              # lost like any ACK; the sender recovers
                 errors[_errno_name(err)] += 1
             if reassembly.complete and finished_at is None:

@@ -34,17 +34,21 @@ from transport.wire import Level
 class Response(enum.Enum):
     MECN = "mecn"         # seed 001 Table 3
     RFC3168 = "rfc3168"   # any mark halves, as standard ECN TCP
+    SCALABLE = "scalable"  # ECT(1), cwnd (1 - alpha / 2) per round trip (scalable.py)
 
 
 class Signal(enum.Enum):
     INCIPIENT = "incipient"
     MODERATE = "moderate"
+    CE = "ce"              # new CE marks counted by the receiver (the scalable response)
     LOSS = "loss"          # three duplicate ACKs
     TIMEOUT = "timeout"
 
 
+# The scalable response's CE factor depends on its alpha (scalable.py); its loss is Reno's.
 FACTORS = {Response.MECN: {Signal.INCIPIENT: 0.8, Signal.MODERATE: 0.6, Signal.LOSS: 0.5},
-           Response.RFC3168: {Signal.INCIPIENT: 0.5, Signal.MODERATE: 0.5, Signal.LOSS: 0.5}}
+           Response.RFC3168: {Signal.INCIPIENT: 0.5, Signal.MODERATE: 0.5, Signal.LOSS: 0.5},
+           Response.SCALABLE: {Signal.LOSS: 0.5}}
 _SIGNAL_OF_LEVEL = {Level.INCIPIENT: Signal.INCIPIENT, Level.MODERATE: Signal.MODERATE}
 
 
@@ -70,7 +74,8 @@ class RenoConfig:
 
 @dataclass
 class SenderStats:
-    marks: dict[str, int] = field(default_factory=lambda: {"incipient": 0, "moderate": 0})
+    marks: dict[str, int] = field(default_factory=lambda: {"incipient": 0, "moderate": 0,
+                                                           "ce": 0})
     reductions: dict[str, int] = field(
         default_factory=lambda: {s.value: 0 for s in Signal})
     ignored_signals: int = 0        # inside a reduction window, not more severe
@@ -112,8 +117,11 @@ class RenoSender:
 
     # ---- events -------------------------------------------------------------------------
 
-    def on_ack(self, ack: int, level: Level, now: float, echo_seq: int | None = None) -> None:
-        """`echo_seq`: the segment whose arrival sent this ACK (None: not known)."""
+    def on_ack(self, ack: int, level: Level, now: float, echo_seq: int | None = None,
+               ce_packets: int = 0) -> None:
+        """`echo_seq`: the segment whose arrival sent this ACK (None: not known). Reno
+        answers the level; `ce_packets`, the receiver's count of CE marks, is the scalable
+        response's (scalable.py)."""
         if ack > self.high_water:
             raise ValueError(f"ACK {ack} for segments never sent (highest {self.high_water})")
         if ack > self.snd_una:
@@ -210,10 +218,14 @@ class RenoSender:
                 self.cwnd = self.ssthresh + self.config.dupack_threshold
             self.timer = now + self.rto
 
+    def _factor(self, signal: Signal) -> float:
+        """What a signal multiplies cwnd by."""
+        return FACTORS[self.config.response][signal]
+
     def _reduce(self, signal: Signal, cwnd: float) -> bool:
         """Apply a congestion signal; False when the round trip's window already holds an
         equal or more severe reduction."""
-        factor = FACTORS[self.config.response][signal]
+        factor = self._factor(signal)
         if self.snd_una < self.window_end:
             if factor >= self.window_factor:
                 self.stats.ignored_signals += 1
@@ -222,7 +234,7 @@ class RenoSender:
         else:
             base = cwnd
         self._open_window(factor, self.high_water, base)
-        floor = 2.0 if signal is Signal.LOSS else 1.0
+        floor = 2.0 if signal in (Signal.LOSS, Signal.CE) else 1.0   # CE: DCTCP's floor
         self.ssthresh = max(base * factor, floor)
         self.cwnd = self.ssthresh
         self.stats.reductions[signal.value] += 1
@@ -254,6 +266,7 @@ class ReceiverStats:
     refused_fins: int = 0           # a FIN below data already held: not the stream's end
     levels: dict[str, int] = field(
         default_factory=lambda: {"none": 0, "incipient": 0, "moderate": 0})
+    ce_packets: int = 0             # CE-marked segments, as the ACKs count them
 
 
 class Reassembly:
@@ -273,9 +286,13 @@ class Reassembly:
         return self.fin_seq is not None and self.rcv_nxt > self.fin_seq
 
     def on_segment(self, seq: int, payload_len: int, level: Level, fin: bool) -> int:
-        """Take one segment; returns the cumulative ACK to send."""
+        """Take one segment; returns the cumulative ACK to send. Every segment counts in
+        its level (and a CE one in ce_packets), duplicates included, as AccECN counts
+        every CE packet."""
         self.stats.segments += 1
         self.stats.levels[level.name.lower()] += 1
+        if level is Level.MODERATE:
+            self.stats.ce_packets += 1
         if seq < self.rcv_nxt or seq in self.pending:
             self.stats.duplicates += 1
         elif seq >= self.rcv_nxt + self.window:

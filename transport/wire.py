@@ -1,12 +1,14 @@
 """The transport's datagrams (UDP payloads) and its congestion levels.
 
 DATA  magic u16 | kind u8 | flags u8 (FIN) | flow u32 | seq u32 | payload
-ACK   magic u16 | kind u8 | level u8       | flow u32 | ack u32 | echo_seq u32
+ACK   magic u16 | kind u8 | level u8       | flow u32 | ack u32 | echo_seq u32 | ce u32
 
 `seq` numbers segments, not bytes: every segment but a flow's last carries PAYLOAD bytes.
 `ack` is the next segment the receiver expects (cumulative, as TCP's); `echo_seq` is the
 segment that made the receiver send this ACK and `level` the congestion level that
-segment carried, encoded in the CWR/ECE bit pair as seed 001's Table 2 gives it.
+segment carried, encoded in the CWR/ECE bit pair as seed 001's Table 2 gives it. `ce` is
+the number of CE-marked data packets the receiver has seen so far (accurate ECN feedback,
+what AccECN's ACE field counts, here in 32 bits): the scalable sender's signal.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 MAGIC = 0x4D45  # "ME"
 DATA_HEADER = struct.Struct("!HBBII")
-ACK_FORMAT = struct.Struct("!HBBIII")
+ACK_FORMAT = struct.Struct("!HBBIIII")
 # 1500-byte IP packets, like the kernel TCP flows they are compared with:
 # 20 (IPv4) + 8 (UDP) + 12 (DATA header) + 1460.
 PAYLOAD = 1500 - 20 - 8 - DATA_HEADER.size
@@ -44,6 +46,7 @@ class Level(enum.IntEnum):
 _LEVEL_OF_ECN = {0b00: Level.NONE, 0b10: Level.NONE, 0b01: Level.INCIPIENT,
                  0b11: Level.MODERATE}
 ECT0 = 0b10
+ECT1 = 0b01    # RFC 9331's L4S identifier: the scalable sender's codepoint
 
 
 def level_of_ecn(ecn: int) -> Level:
@@ -68,6 +71,7 @@ class Ack:
     ack: int
     echo_seq: int
     level: Level
+    ce_packets: int = 0
 
 
 def encode_data(flow: int, seq: int, payload: bytes, fin: bool = False) -> bytes:
@@ -75,7 +79,8 @@ def encode_data(flow: int, seq: int, payload: bytes, fin: bool = False) -> bytes
 
 
 def encode_ack(ack: Ack) -> bytes:
-    return ACK_FORMAT.pack(MAGIC, Kind.ACK, ack.level, ack.flow, ack.ack, ack.echo_seq)
+    return ACK_FORMAT.pack(MAGIC, Kind.ACK, ack.level, ack.flow, ack.ack, ack.echo_seq,
+                           ack.ce_packets)
 
 
 def _header(datagram: bytes, size: int, kind: Kind) -> None:
@@ -101,7 +106,7 @@ def decode_ack(datagram: bytes) -> Ack:
     _header(datagram, ACK_FORMAT.size, Kind.ACK)
     if len(datagram) != ACK_FORMAT.size:
         raise Malformed(f"ACK of {len(datagram)} bytes, expected {ACK_FORMAT.size}")
-    _, _, level, flow, ack, echo_seq = ACK_FORMAT.unpack(datagram)
+    _, _, level, flow, ack, echo_seq, ce_packets = ACK_FORMAT.unpack(datagram)
     if level > 0b11:
         raise Malformed(f"level {level} outside the CWR/ECE pair")
-    return Ack(flow, ack, echo_seq, Level(level))
+    return Ack(flow, ack, echo_seq, Level(level), ce_packets)

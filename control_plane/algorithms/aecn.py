@@ -101,6 +101,7 @@ def parse_rules(text: str) -> list[tuple[dict[str, tuple[int, int]], int]]:
 class Aecn(Aqm):
     action: ClassVar[str] = "aecn"
     family: ClassVar[str] = "red"
+    group_names: ClassVar[tuple[str, ...]] = GROUPS
     wq: float = DEFAULT_WQ
     minth: float = 10.0
     maxth: float = 30.0

@@ -44,8 +44,10 @@ class Link:
 
 @dataclass(frozen=True)
 class TableRule:
-    """One entry of a ternary table the algorithm reads (AECN's aecn_groups): match
-    fields as (value, mask) pairs, omitted fields are wildcards; a larger priority wins."""
+    """One entry of a table the algorithm reads, keyed by the port and these fields
+    (AECN's ternary aecn_groups: match fields as (value, mask) pairs, omitted fields are
+    wildcards, a larger priority wins; DualPI2's exact dualpi2_queue: no other field,
+    priority 0)."""
 
     table: str
     match: tuple[tuple[str, tuple[int, int]], ...]
@@ -65,6 +67,7 @@ class Encoded:
     tables: tuple[TableRows, ...] = ()
     rules: tuple[TableRule, ...] = ()
     measures_rtt: bool = False     # needs the ingress RTT tracker on
+    priority_queues: int = 1       # BMv2's queues per port it needs (--priority-queues)
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,16 @@ class Decision:
     ingress_ts: int = 0
 
 
+@dataclass(frozen=True)
+class QueueSetting:
+    """One of BMv2's queues of a port as the controller sets it over Thrift: priority
+    None is every priority queue of the port."""
+
+    priority: int | None
+    rate_pps: int
+    depth: int
+
+
 class Model(Protocol):
     """One port's algorithm state; step() is the P4 control for one packet."""
 
@@ -154,6 +167,11 @@ class Aqm:
     # Acts on the packet's sojourn (deq_timedelta), so only at dequeue (not in the program
     # built to drop at enqueue, --drop-at enqueue).
     reads_sojourn: ClassVar[bool] = False
+    # What an ECT(1) packet means to the algorithm (aqmctl show): MECN reads it as
+    # incipient congestion (seed 001), PI2 and DualPI2 as L4S (RFC 9331).
+    ect1: ClassVar[str] = "ECN-capable (RFC 3168)"
+    # Names of the groups the verdict counts marks and drops for (group_marks, group_drops).
+    group_names: ClassVar[tuple[str, ...]] = ()
     limit: int = DEFAULT_LIMIT
 
     def encode(self, link: Link) -> Encoded:
@@ -163,6 +181,10 @@ class Aqm:
     @classmethod
     def model(cls, encoded: Encoded) -> Model:
         raise NotImplementedError
+
+    def queues(self, rate_pps: int, depth: int) -> tuple[QueueSetting, ...]:
+        """BMv2's queues of a port served at rate_pps with depth packets: one queue."""
+        return (QueueSetting(None, rate_pps, depth),)
 
     @staticmethod
     def describe(record) -> dict[str, float]:
@@ -239,6 +261,19 @@ class IntervalClock:
         if ((self.next - now) & U48) > 0x7FFF_FFFF_FFFF:
             self.next = (now + self.interval) & U48
         return True, missed
+
+
+def update_interval(seconds: float, name: str, link: Link) -> int:
+    """A delay-based AQM's update interval (PIE, PI2), in whole microseconds: longer than
+    one packet's service time at the port's rate, so that an interval without a departure
+    means an empty queue."""
+    interval = interval_us(seconds, name)
+    if seconds <= 1 / link.pps:
+        raise ConfigError(
+            f"{name} ({seconds} s) must be longer than one packet's service time at the "
+            f"port's rate (1 / {link.pps:g} packets/s): an interval without a departure must "
+            "mean an empty queue")
+    return interval
 
 
 def elapsed_since(a: int, b: int) -> int:

@@ -27,6 +27,7 @@ class Mecn(Aqm):
 
     action: ClassVar[str] = "mecn"
     family: ClassVar[str] = Red.family
+    ect1: ClassVar[str] = "incipient congestion (seed 001)"
     wq: float = 0.0027
     minth: float = 5.0
     midth: float = 10.0

@@ -55,7 +55,8 @@ from typing import ClassVar
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import (Aqm, Arrival, ConfigError, Decision, Encoded,
                                            IntervalClock, Link, TableAction, checked, ecn_mode,
-                                           flag, interval_us, inverse_interval, number)
+                                           flag, inverse_interval, number,
+                                           update_interval)
 from control_plane.dataplane import Ecn, EcnMode, Event, Region
 from control_plane.lookup import BUCKETS, LookupTable, RangeRows, TableRows
 
@@ -130,12 +131,7 @@ class Pie(Aqm):
         limit = self._limit()
         mode = ecn_mode(self.ecn)
         number(self.target, "target", 0.0, 10.0)
-        tupdate = interval_us(self.tupdate, "tupdate")
-        if self.tupdate <= 1 / link.pps:
-            raise ConfigError(
-                f"tupdate ({self.tupdate} s) must be longer than one packet's service time at "
-                f"the port's rate (1 / {link.pps:g} packets/s): an interval without a departure "
-                "must mean an empty queue")
+        tupdate = update_interval(self.tupdate, "tupdate", link)
         number(self.max_burst, "max_burst", 0.0, 3600.0)
         number(self.mark_ecnth, "mark_ecnth", 0.0, 1.0)
         number(self.decay, "decay", 0.0, 1.0)

@@ -113,6 +113,8 @@ struct headers_t {
 #include "aqm/aecn.p4"
 #include "aqm/codel.p4"
 #include "aqm/pie.p4"
+#include "aqm/pi2.p4"
+#include "aqm/dualpi2.p4"
 
 // Per-port AQM parameters loaded by the aqm_config table: what every algorithm has, and
 // each algorithm's own (one member per algorithm file under aqm/). Headers, not structs:
@@ -127,6 +129,7 @@ struct aqm_params_t {
     aecn_h       aecn;
     codel_h      codel;
     pie_h        pie;
+    pi2_h        pi2;         // PI2 and DualPI2
 }
 
 struct local_metadata_t {

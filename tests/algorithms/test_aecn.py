@@ -15,7 +15,8 @@ import pytest
 from scapy.layers.l2 import Ether
 
 from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, five_tuple, replay, run_pattern, tally)
+                         check_refused_without_writes, five_tuple, group_counts, replay,
+                         run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.aecn import AecnModel, parse_rules
 from control_plane.algorithms.base import FiveTuple, Link
@@ -217,13 +218,7 @@ def by_group(ip_id: int, ecn: Ecn) -> Ether:
 
 async def check_group_counters(switch, port: int, records) -> None:
     """group_marks and group_drops count each group's outcomes."""
-    want = {"group_marks": [0, 0, 0], "group_drops": [0, 0, 0]}
-    for r in records:
-        if Outcome(r.outcome) == Outcome.MARK:
-            want["group_marks"][r.group] += 1
-        elif Outcome(r.outcome).is_drop:
-            want["group_drops"][r.group] += 1
-    assert await switch.read_group_counters(port) == want
+    assert await switch.read_group_counters(port) == group_counts(records)
 
 
 @pytest.mark.p4

@@ -21,8 +21,7 @@ from control_plane.algorithms.base import Link
 from control_plane.algorithms.pie import PieModel, idle_orbit, idle_update
 from control_plane.aqm import ConfigError, Pie, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
-from control_plane.golden import Arrival
-from modeling import run_model
+from modeling import check_updates_on_grid, departures, run_model
 
 P4_FILE = Path(__file__).parents[2] / "p4src" / "include" / "aqm" / "pie.p4"
 TUPDATE_US = 15_000
@@ -118,33 +117,12 @@ def test_one_update_is_rfc_8033_s_formula(p, cur_ms, old_ms):
         rfc_update(p, cur_ms / 1000, old_ms / 1000, cap=False), abs=5e-9)
 
 
-def departures(delays_ms, every_us=1000, start=1_000_000, left=5, ecn=Ecn.ECT0,
-               found=5) -> list[Arrival]:
-    """One departure every `every_us`, each with its sojourn, leaving `left` queued."""
-    return [Arrival(qdepth=found, enq_ts=start + i * every_us - round(d * 1000),
-                    deq_timedelta=round(d * 1000), ecn=ecn, length=100, ip_id=i + 1,
-                    egress_ts=start + i * every_us, deq_qdepth=left)
-            for i, d in enumerate(delays_ms)]
-
 
 def test_updates_run_on_a_fixed_grid_with_the_delay_before_the_boundary():
     """One update per tupdate, run by the first packet departing at or after each boundary,
     using the sojourn of the packet before it, p following the RFC's formula."""
-    delays = [20 + 15 * math.sin(i / 50) for i in range(3000)]
-    packets = departures(delays)
-    _, recs = run_model(Pie(), packets)
-    p, old, boundary, updates = 0.0, 0.0, packets[0].departure + TUPDATE_US, 0
-    for i, (pkt, rec) in enumerate(zip(packets, recs)):
-        if pkt.departure >= boundary:
-            cur = packets[i - 1].deq_timedelta
-            assert rec.event == Event.UPDATE and rec.count == 1 and rec.avg == cur
-            p = rfc_update(p, cur / 1e6, old / 1e6)
-            old, boundary, updates = cur, boundary + TUPDATE_US, updates + 1
-            assert rec.state0 == old
-        else:
-            assert rec.event == Event.NONE and rec.count == 0
-        assert abs(rec.prob / 2**32 - p) < 1e-7
-    assert updates == 2999 * 1000 // TUPDATE_US
+    recs = check_updates_on_grid(Pie(), [20 + 15 * math.sin(i / 50) for i in range(3000)],
+                                 TUPDATE_US, rfc_update, lambda rec: rec.prob)
     assert max(r.prob for r in recs) > 2**32 // 2000
 
 

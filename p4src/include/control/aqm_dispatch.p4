@@ -29,6 +29,7 @@ control AqmDispatch(in headers_t hdr,
     AecnDebt() aecn_debt;
     Codel() codel_aqm;
     Pie() pie_aqm;
+    Pi2() pi2_aqm;
 
     // The part of every algorithm's aqm_config action that is the same for all: in the
     // table's action rather than after it, where p4c would make a table of its own for it
@@ -58,6 +59,8 @@ control AqmDispatch(in headers_t hdr,
     AECN_ACTIONS
     CODEL_ACTIONS
     PIE_ACTIONS
+    PI2_ACTIONS
+    DUALPI2_ACTIONS
 
     // Nothing to do: the port's AQM headers stay invalid.
     action no_aqm() {
@@ -78,6 +81,8 @@ control AqmDispatch(in headers_t hdr,
             aecn;
             codel;
             pie;
+            pi2;
+            dualpi2;
             @defaultonly no_aqm;
         }
         const default_action = no_aqm();
@@ -126,6 +131,9 @@ control AqmDispatch(in headers_t hdr,
             } else if (meta.aqm.common.algorithm == ALGO_PIE) {
                 pie_aqm.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.common.ecn_mode,
                               meta.aqm.pie, std_meta, meta.rec, meta.aqm.common.fire);
+            } else if (meta.aqm.common.algorithm == ALGO_PI2) {
+                pi2_aqm.apply(meta.port_index, meta.aqm.common.fresh, meta.aqm.pi2, std_meta,
+                              meta.rec, meta.group_index, meta.aqm.common.fire);
             }
         }
     }

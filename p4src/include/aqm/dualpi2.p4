@@ -1,0 +1,77 @@
+#ifndef P4AQM_DUALPI2_P4
+#define P4AQM_DUALPI2_P4
+
+#include "pi2.p4"
+
+// DualPI2 (RFC 9332, control_plane/algorithms/dualpi2.py) on BMv2's two priority queues
+// (simple_switch --priority-queues 2): ingress puts ECT(1) and CE packets of a DualPI2 port
+// into its L queue (priority 1, served first), the rest into the classic queue (priority
+// 0); egress runs PI2's control with `dual` set: the classic queue's delay drives p', L
+// packets are also marked by a step on their own sojourn. BMv2 paces each priority queue
+// at its own rate (set_queue_rate): two queues at the port's rate would carry twice the
+// link. So the link is shared by charging: every L packet that leaves (not dropped) is
+// cloned into the classic queue, where the clone takes one service slot and is dropped
+// (EgressPipe), as the L packet's transmission would have taken the classic queue's turn
+// on a link of one rate (PI2_DUAL_CHARGED; PI2_DUAL_PACED leaves BMv2's queues as they
+// are). The L queue's own rate (at most the port's) bounds what it takes from the classic.
+
+// Each port's clone sessions for the charge (the controller installs them for every port):
+// CHARGE + port to the port itself; CHARGE_EXPORT + port to the port and the CPU port.
+const bit<32> DUALPI2_CHARGE_SESSIONS = 512;
+const bit<32> DUALPI2_CHARGE_EXPORT_SESSIONS = 1024;
+
+// The aqm_config action, expanded inside AqmDispatch after PI2_ACTIONS.
+#define DUALPI2_ACTIONS \
+    action dualpi2(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+                   bit<32> limit, bit<2> ecn_mode, pgain_t alpha, pgain_t beta, \
+                   p48_t alpha_target, usec_t tupdate, bit<32> inv_tupdate, bit<8> k, \
+                   usec_t step_thresh, bit<32> step_qlen, bit<8> dual) { \
+        aqm_common(ALGO_PI2, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        pi2_core(alpha, beta, alpha_target, tupdate, inv_tupdate, k); \
+        meta.aqm.pi2.dual = dual; \
+        meta.aqm.pi2.step_thresh = step_thresh; \
+        meta.aqm.pi2.step_qlen = step_qlen; \
+        meta.aqm.pi2.charge_session = DUALPI2_CHARGE_SESSIONS + meta.port_index; \
+        meta.aqm.pi2.charge_export_session = DUALPI2_CHARGE_EXPORT_SESSIONS + meta.port_index; \
+    }
+
+// Ingress, after forwarding: the L queue for ECT(1) and CE packets to a port with an entry
+// (the controller writes one for each DualPI2 port). Other packets pay one condition.
+control DualPi2Queue(in headers_t hdr,
+                     in bit<32> index,
+                     inout standard_metadata_t std_meta) {
+
+    action l_queue() {
+        std_meta.priority = 1;
+    }
+
+    table dualpi2_queue {
+        key = { index: exact @name("port"); }
+        actions = { l_queue; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = PORT_SLOTS;
+    }
+
+    apply {
+        if (hdr.ipv4.isValid() && hdr.ipv4.ecn[0:0] == 1) {
+            dualpi2_queue.apply();
+        }
+    }
+}
+
+// Egress, after telemetry: an L packet that leaves is charged to the classic queue. Its
+// clone replaces the telemetry clone when the packet also exports a record (BMv2 keeps a
+// packet's last clone), through the session whose replicas are both.
+control DualPi2Charge(in pi2_h p, in aqm_record_h rec) {
+    apply {
+        if (p.dual == PI2_DUAL_CHARGED && rec.group == PI2_L4S && rec.outcome <= OUTCOME_MARK) {
+            if (rec.tele_seq != 0) {
+                clone(CloneType.E2E, p.charge_export_session);
+            } else {
+                clone(CloneType.E2E, p.charge_session);
+            }
+        }
+    }
+}
+
+#endif
