@@ -1,27 +1,37 @@
 """Build profiles (control_plane/profiles.py, p4src/include/profile.p4): what each carries,
-how a bad list is refused, and that "all" is the program of every part."""
+how a bad list is refused, that "all" is the program of every part, and a profile on a
+real switch: its algorithms conform packet by packet, the others are refused unwritten."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import finsy as fy
 import pytest
 
+from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
+                         check_refused_without_writes, run_pattern, tally)
+from testbeds import routed_switch
 from control_plane import toolchain
 from control_plane.algorithms import ALGORITHMS
-from control_plane.aqm import ConfigError
+from control_plane.aqm import Codel, ConfigError, Mecn, Pie, PortConfig, RedEcn
 from control_plane.build import REPO, compile_program, main
+from control_plane.dataplane import Outcome, Region
 from control_plane.profiles import (ALL, NEEDS, PROFILE_FILE, SHARED_PARTS, Profile,
                                     build_command)
+from traffic import HOSTS
+from waiting import wait_for
 
 # Two algorithms, one that reads a shared part (RED's ramp) and one that reads none: the
 # profile lacks every other shared part (MECN's levels, arrival numbers, the RTT tracker,
 # TCP and UDP parsing, PI2's control, DualPI2's queues).
 PROFILE = "red_ecn,pie"
 PROFILE_NAME = "red_ecn-pie"
+AQMCTL = str(Path(sys.executable).parent / "aqmctl")
 
 
 @pytest.mark.parametrize("text, name, algorithms", [
@@ -177,3 +187,108 @@ def test_each_algorithm_builds_alone(tmp_path, algorithm):
                .tables["aqm_config"].actions}
     assert actions == {"no_aqm"} | ({algorithm} - {"none"})
     assert json.loads((folder / PROFILE_FILE).read_text())["name"] == algorithm
+
+
+# ----- a profile on a real switch ------------------------------------------------------
+
+@pytest.fixture
+async def profile_switch(testbed, profile_artifacts):
+    """The testbed's switch running the PROFILE program."""
+    async with routed_switch(testbed, profile_artifacts) as sw:
+        yield sw
+
+
+PROFILE_RED_ECN = RedEcn(minth=5, maxth=15, maxp=0.3, wq=0.1, limit=35)
+PROFILE_PIE = Pie(target=0.02, tupdate=0.025, max_burst=0.1, alpha=0.5, beta=5.0,
+                  mark_ecnth=0.5, limit=35)
+
+
+@pytest.mark.p4
+@pytest.mark.root
+@pytest.mark.parametrize("aqm", [PROFILE_RED_ECN, PROFILE_PIE], ids=["red_ecn", "pie"])
+async def test_the_profiles_algorithms_conform_packet_by_packet(profile_switch, testbed,
+                                                                aqm):
+    """Why one profile suffices: a profile is "all" minus what the preprocessor leaves out,
+    so an algorithm's control is the same source in every profile, and what a profile
+    changes for it is only the shared parts around it. Left out, a part an algorithm reads
+    is a declaration p4c cannot find (test_each_algorithm_builds_alone); what can change
+    behaviour is a part that is absent but whose absence an algorithm's packets pass
+    through: the verdict without MECN's levels, the parser without TCP and UDP, ingress
+    without arrival numbers or DualPI2's queues, egress without DualPI2's charge. This
+    profile lacks all of them, and runs one algorithm that reads a shared part (RED's
+    ramp) and one that reads none. The parts it keeps are the same source as in "all",
+    where every algorithm's own suite runs (tests/algorithms/)."""
+    run = await run_pattern(profile_switch, testbed, PortConfig(
+        port=PORT, aqm=aqm, link_pps=RATE_PPS, seed=2024, telemetry_interval=0.0))
+    records = check_against_model(run)
+    check_ecn_rules(records)
+    regions, outcomes = tally(records)
+    assert {Region.NONE, Region.A, Region.FORCED} <= set(regions), regions
+    assert {Outcome.PASS, Outcome.MARK, Outcome.PROB_DROP, Outcome.FORCED_DROP} <= \
+        set(outcomes), outcomes
+    assert run.counters.marks_ce > 0 and run.counters.marks_incipient == 0
+
+
+@pytest.mark.p4
+@pytest.mark.root
+@pytest.mark.parametrize("bad", [Codel(), Mecn()], ids=["codel", "mecn"])
+async def test_the_switch_refuses_an_algorithm_its_profile_lacks_and_writes_nothing(
+        profile_switch, bad):
+    """CoDel's control is not in the program; MECN's ramp is (RED's), but not its levels
+    or its action."""
+    good = PortConfig(port=PORT, aqm=PROFILE_RED_ECN, link_pps=RATE_PPS,
+                      telemetry_interval=0.1)
+    await check_refused_without_writes(
+        profile_switch, good, PortConfig(port=PORT, aqm=bad, link_pps=RATE_PPS),
+        f"{bad.action} is not in this switch's program: profile {PROFILE_NAME}")
+
+
+def aqmctl(sock: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([AQMCTL, "--socket", str(sock), *args], capture_output=True,
+                          text=True, timeout=30)
+
+
+@pytest.mark.p4
+@pytest.mark.root
+def test_aqmctl_refuses_an_algorithm_the_switch_lacks_in_one_line(testbed, profile_artifacts,
+                                                                  tmp_path):
+    """`aqmctl set 2 codel` on a switch built without CoDel: one line naming the
+    profile's algorithms and the build command that adds CoDel; the port keeps its
+    algorithm and the change log has no entry for it."""
+    routes = "".join(
+        f'[[route]]\nprefix = "{h.ip}/32"\nport = {p}\nsrc_mac = "{h.gateway_mac}"\n'
+        f'dst_mac = "{h.mac}"\n' for p, h in HOSTS.items())
+    config = tmp_path / "aqm.toml"
+    config.write_text(
+        f'switch = "{testbed.switch.config.grpc_address}"\n'
+        f'build = "{profile_artifacts.bmv2_json.parent}"\n'
+        f'netns = "{testbed.switch_ns.name}"\n'
+        f'[[port]]\nport = 1\nlink_pps = 5000\nalgorithm = "none"\n'
+        f'[[port]]\nport = {PORT}\nlink_pps = 200\nalgorithm = "pie"\n{routes}')
+    sock = tmp_path / "aqm.sock"
+    with open(tmp_path / "aqmctl-serve.log", "w") as log:
+        serve = subprocess.Popen([AQMCTL, "--socket", str(sock), "serve", str(config)],
+                                 stdout=log, stderr=subprocess.STDOUT)
+        try:
+            def connected() -> dict | None:
+                shown = aqmctl(sock, "show", "--json")
+                state = json.loads(shown.stdout) if shown.returncode == 0 else None
+                return state if state and state["connected"] else None
+            before = wait_for(connected, 30.0, "the controller's connection", 0.1)
+            assert before["profile"] == {"name": PROFILE_NAME, "algorithms": ["red_ecn", "pie"]}
+            refused = aqmctl(sock, "set", str(PORT), "codel")
+            assert refused.returncode != 0
+            lines = refused.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("aqmctl: error: codel is not in"), \
+                refused.stderr
+            assert f"profile {PROFILE_NAME} has red_ecn, pie, none" in lines[0]
+            assert "make build ALGORITHMS=red_ecn,codel,pie" in lines[0]
+            after = json.loads(aqmctl(sock, "show", "--json").stdout)
+            assert after["ports"][str(PORT)]["algorithm"] == "pie"
+            events = aqmctl(sock, "events")
+            assert events.returncode == 0 and "codel" not in events.stdout
+            assert aqmctl(sock, "set", str(PORT), "red_ecn").returncode == 0
+            assert f"profile {PROFILE_NAME}" in aqmctl(sock, "show").stdout
+        finally:
+            serve.terminate()
+            serve.wait(10)
