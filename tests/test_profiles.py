@@ -177,8 +177,9 @@ def test_each_algorithm_builds_alone(tmp_path, algorithm):
     """A one-algorithm profile compiles (a part its algorithm reads but NEEDS leaves out
     is a declaration p4c cannot find) into build/profiles/<name>/, and its P4Info offers
     only that algorithm."""
-    if toolchain.missing("p4c"):
-        pytest.skip(f"needs p4c: {toolchain.missing('p4c')}")
+    reason = toolchain.missing("p4c")
+    if reason:
+        pytest.skip(f"needs p4c: {reason}")
     assert main(["--out", str(tmp_path), "--algorithms", algorithm]) == 0
     folder = tmp_path / "profiles" / algorithm
     profile = Profile.of_p4info(folder / "p4aqm.p4info.txtpb")
