@@ -121,7 +121,7 @@ def basic_row(label: str, m: dict) -> Row:
             "utilisation": fmt(m.get("utilisation")), **queue_columns(m),
             "delay ms": fmt(m.get("queueing_delay_ms"), 1), "loss %": fmt(m.get("loss_percent")),
             "slots lost %": fmt(m.get("slots_lost_percent"), 1),
-            "marks": m.get("marks", "-"), "Jain": fmt(m.get("jain"), 3),
+            "marks": fmt(m.get("marks"), 0), "Jain": fmt(m.get("jain"), 3),
             "senders": m.get("senders", "-"),
             # Below ~0.9 the machine set the pace: the row measures the testbed, not the AQM.
             "switch kept rate": fmt(m.get("service_ratio"))}

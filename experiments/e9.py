@@ -14,7 +14,6 @@ switch's). The claims are RFC 9332's, and the contrast without a dual queue.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
@@ -23,7 +22,7 @@ from analysis import plots, stats
 from analysis.metrics import percentile
 from analysis.results import read_csv
 from control_plane.adaptation import auto_thresholds
-from control_plane.algorithms.dualpi2 import STEP_MIN_PACKETS, STEP_THRESH
+from control_plane.algorithms.dualpi2 import auto_step_thresh
 from control_plane.aqm import Aqm, DualPi2, Pi2, Pie, RedEcn
 from experiments.base import Experiment, PlanOptions, Row, Runs, by_point, fmt
 from experiments.spec import Flow, RunSpec
@@ -40,15 +39,16 @@ MEASURE_FROM, DURATION = 15.0, 60.0
 # class's 99th percentile over 45 s.
 TELEMETRY_INTERVAL = 0.002
 PI2_TARGET_MS = 15.0
-STEP_MS = 1000 * max(STEP_THRESH, STEP_MIN_PACKETS / BOTTLENECK.pps)
+STEP_MS = 1000 * auto_step_thresh(BOTTLENECK.pps)
 BALANCED = (0.5, 2.0)           # "near 1": within a factor of 2
 
 SCALING = ("10 Mb/s bottleneck of 1500-byte packets (833 packets/s), 5 ms, 100 Mb/s 5 ms "
            "access (20 ms base RTT), a 200-packet buffer (240 ms at C; RFC 9332's limit is "
-           "250 ms); A classic flows (Linux Reno with ECN: streams of one iperf3) against B "
-           "scalable ones (the userspace scalable sender, ECT(1), each its own process) for "
-           "(A, B) in (1, 1), (1, 4), (4, 1), (4, 4); 60 s runs measured from 15 s; DualPI2 "
-           "on two priority queues (the L queue's departures charged to the classic queue, "
+           "250 ms; DualPI2's two queues hold 200 each); A classic flows (Linux Reno with ECN: "
+           "streams of one iperf3) against B scalable ones (the userspace scalable sender, "
+           "ECT(1), each its own process) for (A, B) in (1, 1), (1, 4), (4, 1), (4, 4); 60 s "
+           "runs measured from 15 s; DualPI2 on two priority queues (the L queue's "
+           "departures charged to the classic queue, "
            "the L queue at the port's rate), PI2 in one queue, PIE and RED+ECN (automatic "
            "thresholds for a 15 ms target, maxp 0.1), each in ECN mode with its defaults "
            "(PI2: Linux sch_dualpi2's, k = 2); DualPI2's step at 2.4 ms, two service times "
@@ -98,27 +98,46 @@ def plan(opts: PlanOptions) -> list[RunSpec]:
 
 # ----- one run's quantities, from its folder -----------------------------------------------
 
+def window_rate(doc: dict, start: float) -> float:
+    """Mb/s one sender sent in the measured window: the intervals of its output (iperf3's,
+    or the userspace transport's in the same shape; times from the flow's start), each
+    counted for its overlap with the window, over the time they cover there. A sender
+    whose output stops over 2 s before the end stopped sending: the rest counts as 0."""
+    sent = covered = 0.0
+    last = start
+    for iv in (i["sum"] for i in doc.get("intervals", [])):
+        begin, end = start + iv["start"], start + iv["end"]
+        overlap = min(end, DURATION) - max(begin, MEASURE_FROM)
+        if overlap > 0 and end > begin:
+            sent += iv["bytes"] * overlap / (end - begin)
+            covered += overlap
+        last = max(last, end)
+    if last < DURATION - 2.0:
+        covered = DURATION - MEASURE_FROM
+    return sent * 8 / 1e6 / covered if covered else 0.0
+
+
 def class_rates(folder: Path) -> dict[str, float]:
-    """Mean throughput per flow of each class (Mb/s, flows.csv) and the balance."""
-    rows = [r for r in read_csv_text(folder / "flows.csv") if not r.get("error")]
-    classic = [float(r["throughput_mbps"]) for r in rows if r["transport"] == "kernel"]
-    scalable = [float(r["throughput_mbps"]) for r in rows if r["transport"] == "scalable"]
-    out = {"classic_mbps": mean(classic), "scalable_mbps": mean(scalable)}
+    """Mean throughput per flow of each class over the measured window (Mb/s): a stream
+    that never connected counts as 0 (locked out); a sender without output leaves its
+    class unknown. And the balance, scalable over classic."""
+    flows = json.loads((folder / "config.json").read_text())["flows"]
+    rates = {"kernel": 0.0, "scalable": 0.0}
+    streams = {"kernel": 0, "scalable": 0}
+    for k, flow in enumerate(flows):
+        kind = flow.get("transport", "kernel")
+        try:
+            doc = json.loads((folder / "flows" / f"flow{k:03d}.json").read_text())
+        except (OSError, ValueError):
+            rates[kind] = math.nan
+            continue
+        rates[kind] += window_rate(doc, flow["start"])    # the sum of its streams'
+        streams[kind] += flow.get("streams", 1)
+    mean = {kind: rates[kind] / streams[kind] if streams[kind] else math.nan for kind in rates}
+    out = {"classic_mbps": mean["kernel"], "scalable_mbps": mean["scalable"]}
     out["balance"] = (out["scalable_mbps"] / out["classic_mbps"]
                       if out["classic_mbps"] > 0 else math.nan)
     return out
-
-
-def read_csv_text(path: Path) -> list[dict[str, str]]:
-    """flows.csv as text (its transport and error columns are words)."""
-    if not path.exists():
-        return []
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
-def mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
 
 
 def class_delays(folder: Path, start: float = MEASURE_FROM, end: float = DURATION
@@ -141,17 +160,30 @@ def delay(klass: int, q: float):
 
 
 def class_marks(folder: Path) -> dict[str, float]:
-    """CE marks per class over the run: the scalable receivers count those on their packets
-    (flows/flowNNN-receiver.json), the switch counts all (counters.csv)."""
+    """CE marks per class over the run: the switch's own count per class where the AQM
+    keeps one (PI2, DualPI2: groups.json); otherwise the scalable receivers count those on
+    their packets (flows/flowNNN-receiver.json, every one needed) and the classic flows'
+    are the rest of the switch's (counters.csv)."""
+    groups = folder / "groups.json"
+    if groups.is_file():
+        counted = json.loads(groups.read_text())
+        if counted.get("names") == ["classic", "l4s"]:
+            return {"classic": float(counted["group_marks"][0]),
+                    "l4s": float(counted["group_marks"][1])}
+    flows = json.loads((folder / "config.json").read_text())["flows"]
+    unknown = {"classic": math.nan, "l4s": math.nan}
     l4s = 0
-    for path in (folder / "flows").glob("flow*-receiver.json"):
-        try:
-            l4s += json.loads(path.read_text()).get("ce_packets", 0)
-        except (OSError, ValueError):
-            return {"classic": math.nan, "l4s": math.nan}
+    for k, flow in enumerate(flows):
+        if flow.get("transport") == "scalable":
+            try:
+                l4s += json.loads((folder / "flows" / f"flow{k:03d}-receiver.json")
+                                  .read_text())["ce_packets"]
+            except (OSError, ValueError, KeyError):
+                return unknown
     counters = read_csv(folder / "counters.csv")
-    total = counters[-1]["marks_ce"] if counters else math.nan
-    return {"classic": total - l4s, "l4s": float(l4s)}
+    if not counters:
+        return unknown
+    return {"classic": counters[-1]["marks_ce"] - l4s, "l4s": float(l4s)}
 
 
 def rate(key: str):

@@ -147,8 +147,10 @@ def table(rows: list[dict]) -> list[str]:
 
 def provenance(doc: dict) -> str:
     made = ", ".join(doc["commits"])
-    return (f"{doc['runs']} runs ({doc['configurations']} configurations, up to "
-            f"{doc['repeats']} repeats each) at commit {made}"
+    repeats = doc["repeats"]
+    return (f"{doc['runs']} runs ({doc['configurations']} configurations, "
+            + ("one run each" if repeats == 1 else f"up to {repeats} repeats each")
+            + f") at commit {made}"
             + (f"; changed in every run: {doc['changed']}" if doc["changed"] else "")
             + (f". {doc['time']}" if doc["time"] else "."))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 
 import pytest
 
@@ -38,21 +39,28 @@ def test_the_plan_mixes_classic_and_scalable_flows_under_four_aqms():
     assert e9.STEP_MS == pytest.approx(2.4, abs=0.01)
 
 
+def sender_output(mbps: float, start: float) -> dict:
+    """A sender's output (iperf3's shape): 1 s intervals from its start at this rate, up to
+    the run's end."""
+    per_second = mbps * 1e6 / 8
+    return {"intervals": [{"sum": {"start": float(t), "end": t + 1.0, "bytes": per_second}}
+                          for t in range(int(e9.DURATION - start))]}
+
+
 def write_run(folder, classic_mbps, scalable_mbps, classic_ms, l4s_ms, l4s_marks=40,
-              total_marks=100):
-    """Two classic streams and two scalable flows at these rates; telemetry alternating
-    the classes at these delays (ECT(0) and ECT(1)); marks as counted."""
+              total_marks=100, classic_streams=2, connected=2):
+    """`classic_streams` classic streams of one iperf3 (`connected` of them carrying
+    classic_mbps each, the others never connected) and two scalable flows at these rates;
+    telemetry alternating the classes at these delays (ECT(0) and ECT(1)); marks as the
+    scalable receivers and the switch counted them."""
     (folder / "flows").mkdir(parents=True)
-    with open(folder / "flows.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["flow", "transport", "throughput_mbps",
-                                               "error"])
-        writer.writeheader()
-        writer.writerows([{"flow": 0, "transport": "kernel", "throughput_mbps": classic_mbps,
-                           "error": ""}] * 2)
-        writer.writerows([{"flow": k, "transport": "scalable", "throughput_mbps": scalable_mbps,
-                           "error": ""} for k in (1, 2)])
-        writer.writerow({"flow": 3, "transport": "scalable", "throughput_mbps": 0.0,
-                         "error": "no result"})
+    flows = [{"transport": "kernel", "streams": classic_streams, "start": 0.0}]
+    flows += [{"transport": "scalable", "streams": 1, "start": 0.2 * k} for k in (1, 2)]
+    (folder / "config.json").write_text(json.dumps({"flows": flows}))
+    for k, flow in enumerate(flows):
+        rate = classic_mbps * connected if k == 0 else scalable_mbps
+        (folder / "flows" / f"flow{k:03d}.json").write_text(
+            json.dumps(sender_output(rate, flow["start"])))
     for k in (1, 2):
         (folder / "flows" / f"flow{k:03d}-receiver.json").write_text(
             json.dumps({"ce_packets": l4s_marks // 2}))
@@ -73,13 +81,51 @@ def write_run(folder, classic_mbps, scalable_mbps, classic_ms, l4s_ms, l4s_marks
 def test_per_class_quantities(tmp_path):
     write_run(tmp_path, classic_mbps=2.0, scalable_mbps=3.0, classic_ms=14.0, l4s_ms=1.0)
     rates = e9.class_rates(tmp_path)
-    assert (rates["classic_mbps"], rates["scalable_mbps"]) == (2.0, 3.0)   # errors left out
-    assert rates["balance"] == 1.5
+    assert rates["classic_mbps"] == pytest.approx(2.0) and rates["scalable_mbps"] == \
+        pytest.approx(3.0)
+    assert rates["balance"] == pytest.approx(1.5)
     delays = e9.class_delays(tmp_path)
     assert min(delays[e9.CLASSIC]) == 14.0 and max(delays[e9.SCALABLE]) == 3.0
     assert len(delays[e9.CLASSIC]) + len(delays[e9.SCALABLE]) == 3600
     assert e9.delay(e9.SCALABLE, 99)(tmp_path) == 3.0
     assert e9.class_marks(tmp_path) == {"classic": 60.0, "l4s": 40.0}
+
+
+def test_a_locked_out_classic_stream_counts_as_zero(tmp_path):
+    """Four classic streams, two of them never connected: the classic flows' mean halves,
+    and the balance doubles (not left out, which would hide the starvation)."""
+    write_run(tmp_path, classic_mbps=2.0, scalable_mbps=2.0, classic_ms=14.0, l4s_ms=1.0,
+              classic_streams=4, connected=2)
+    rates = e9.class_rates(tmp_path)
+    assert rates["classic_mbps"] == pytest.approx(1.0) and rates["balance"] == \
+        pytest.approx(2.0)
+
+
+def test_only_the_measured_window_counts(tmp_path):
+    """A scalable flow that sent fast before the window and nothing in it has rate 0."""
+    write_run(tmp_path, classic_mbps=2.0, scalable_mbps=2.0, classic_ms=14.0, l4s_ms=1.0)
+    early = sender_output(8.0, 0.2)
+    early["intervals"] = early["intervals"][:int(e9.MEASURE_FROM) - 1]
+    (tmp_path / "flows" / "flow001.json").write_text(json.dumps(early))
+    assert e9.class_rates(tmp_path)["scalable_mbps"] == pytest.approx(1.0)
+
+
+def test_a_sender_without_output_leaves_its_class_unknown(tmp_path):
+    write_run(tmp_path, classic_mbps=2.0, scalable_mbps=3.0, classic_ms=14.0, l4s_ms=1.0)
+    (tmp_path / "flows" / "flow002.json").unlink()
+    (tmp_path / "flows" / "flow002-receiver.json").unlink()
+    rates = e9.class_rates(tmp_path)
+    assert math.isnan(rates["scalable_mbps"]) and math.isnan(rates["balance"])
+    assert math.isnan(e9.class_marks(tmp_path)["l4s"])
+
+
+def test_the_switch_s_count_per_class_where_it_keeps_one(tmp_path):
+    """PI2 and DualPI2 count marks per class on the switch (groups.json): that count, not
+    the receivers'."""
+    write_run(tmp_path, classic_mbps=2.0, scalable_mbps=3.0, classic_ms=14.0, l4s_ms=1.0)
+    (tmp_path / "groups.json").write_text(json.dumps(
+        {"names": ["classic", "l4s"], "group_marks": [7, 900, 0], "group_drops": [1, 0, 0]}))
+    assert e9.class_marks(tmp_path) == {"classic": 7.0, "l4s": 900.0}
 
 
 def test_verdicts(tmp_path):

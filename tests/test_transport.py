@@ -293,6 +293,18 @@ def test_first_marks_halve_with_alpha_at_one_then_alpha_follows_the_marked_fract
     assert s.alpha == pytest.approx(alpha * (1 - ALPHA_GAIN)) and sent
 
 
+def test_a_refused_ack_does_not_swallow_later_marks():
+    """An ACK for segments never sent is refused before its CE count is taken: the marks
+    a valid ACK then reports still count and cut."""
+    s = scalable(cwnd=10)
+    sent = s.transmit(0.0)
+    with pytest.raises(ValueError, match="never sent"):
+        s.on_ack(sent[-1] + 50, Level.INCIPIENT, RTT, None, 5)
+    assert s.ce_seen == 0
+    s.on_ack(1, Level.INCIPIENT, RTT, 0, 3)
+    assert s.stats.marks["ce"] == 3 and s.stats.reductions["ce"] == 1
+
+
 def test_one_ce_reduction_per_round_trip_with_the_alpha_in_force():
     s, ce = scalable(cwnd=40), [0]
     s.alpha = 0.4

@@ -23,7 +23,7 @@ RFC 9331 section 4 (the "Prague L4S requirements" on a sender), as we read it:
   Reno-like response to loss (4.3); the marks smoothed in the sender (alpha), the
   network marking immediately (4.3, 4.4);
 - not met: detecting a classic ECN (RFC 3168) AQM at the bottleneck and falling back to a
-  Reno-friendly response there (4.3: without it a scalable flow takes more than its share
+  Reno-friendly response there (4.3: without it a scalable flow can take more than its share
   of a RED+ECN or PIE queue, which E9 shows rather than hides); reducing RTT dependence
   (Prague's RTT independence); a window below one segment at small RTTs (Prague paces
   fractions of a segment; here cwnd >= 2 after a mark, 1 after a timeout); loss detected
@@ -60,11 +60,12 @@ class ScalableSender(RenoSender):
     def on_ack(self, ack: int, level: Level, now: float, echo_seq: int | None = None,
                ce_packets: int = 0) -> None:
         """The level (ECT(1) arrives as seed 001's 'incipient') is not a signal here; the
-        count of CE packets is. A reordered ACK with an older count adds nothing."""
-        marked = max(0, ce_packets - self.ce_seen)
-        self.ce_seen = max(self.ce_seen, ce_packets)
+        count of CE packets is. A reordered ACK with an older count adds nothing; an ACK
+        Reno refuses (for segments never sent) counts nothing either."""
         before = self.snd_una
         super().on_ack(ack, Level.NONE, now, echo_seq)
+        marked = max(0, ce_packets - self.ce_seen)
+        self.ce_seen = max(self.ce_seen, ce_packets)
         if self.observe_end is None:
             self.observe_end = self.high_water
         self.observed_acked += self.snd_una - before

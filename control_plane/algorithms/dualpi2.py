@@ -38,8 +38,9 @@ The step threshold: RFC 9332 and Linux use 1 ms, several packets at the rates th
 measured at (1 ms is 3.3 packets of 1500 bytes at 40 Mb/s, 8.3 at 100 Mb/s). A packet's
 sojourn in BMv2's queue is the service slots ahead of it, 1.2 ms each at 10 Mb/s, so 1 ms
 would mark every L packet that found one packet ahead. `step_thresh` auto (None) is
-therefore max(1 ms, 2 packet service times at the port's rate): 1 ms from 2 000 packets/s
-up (24 Mb/s of 1500-byte packets), 2.4 ms at 10 Mb/s (833 packets/s).
+therefore max(1 ms, 2 packet service times of the L queue, at l_rate times the port's
+rate): with l_rate 1, 1 ms from 2 000 packets/s up (24 Mb/s of 1500-byte packets), 2.4 ms
+at 10 Mb/s (833 packets/s).
 
 Telemetry: as PI2's (pi2.py); group is the queue (0 classic, 1 L), and region B marks the
 step's marks.
@@ -61,10 +62,16 @@ STEP_MIN_PACKETS = 2       # the auto threshold is at least this many service ti
 DUAL_CHARGED, DUAL_PACED = 1, 2
 
 
+def auto_step_thresh(pps: float, l_rate: float = 1.0) -> float:
+    """The step threshold left out: 1 ms, or two service times of the L queue (paced at
+    l_rate of the port's rate) where that is longer."""
+    return max(STEP_THRESH, STEP_MIN_PACKETS / (l_rate * pps))
+
+
 @dataclass(frozen=True, kw_only=True)
 class DualPi2(Pi2):
     action: ClassVar[str] = "dualpi2"
-    step_thresh: float | None = None   # s; None: max(1 ms, 2 / the port's rate)
+    step_thresh: float | None = None   # s; None: auto_step_thresh
     step_qlen: int = 1                 # packets found in the L queue for the step to mark
     l_rate: float = 1.0                # the L queue's rate, a fraction of the port's
     l_depth: int | None = None         # the L queue's depth, packets; None: the port's
@@ -72,15 +79,15 @@ class DualPi2(Pi2):
 
     def encode(self, link: Link) -> Encoded:
         base = super().encode(link)
+        number(self.l_rate, "l_rate", 0.0, 1.0, low_open=True)
         thresh = self.step_thresh
         if thresh is None:
-            thresh = max(STEP_THRESH, STEP_MIN_PACKETS / link.pps)
+            thresh = auto_step_thresh(link.pps, self.l_rate)
         number(thresh, "step_thresh", 0.0, 10.0)
         if isinstance(self.step_qlen, bool) or not isinstance(self.step_qlen, int) \
                 or self.step_qlen < 0:
             raise ConfigError(f"step_qlen must be a whole number of packets >= 0, got "
                               f"{self.step_qlen!r}")
-        number(self.l_rate, "l_rate", 0.0, 1.0, low_open=True)
         if self.l_depth is not None and (isinstance(self.l_depth, bool)
                                          or not isinstance(self.l_depth, int)
                                          or self.l_depth < 1):

@@ -11,8 +11,9 @@ both kinds of sender. Each packet's class is its ECN field: ECT(1) and CE are L4
 dropped (Not-ECT) with p'^2; an L4S packet is marked with min(k p', 1). Overload (RFC
 9332 4.2.3): once k p' >= 1 (p'^2 >= 1 / k^2, RFC 9332's p_Cmax) a classic packet that
 fires is dropped even if ECN-capable, and an L4S packet is dropped with p'^2 and marked
-otherwise (its p_CL is 1). Defaults: Linux sch_dualpi2's, as the issue asks (target 15 ms,
-tupdate 16 ms, alpha 0.16 Hz, beta 3.2 Hz, k = 2); ECN on.
+otherwise (its p_CL is 1). Defaults: Linux sch_dualpi2's (target 15 ms, tupdate 16 ms,
+alpha 0.16 Hz, beta 3.2 Hz, k = 2); ECN always on (drop mode refused: an L4S packet
+dropped at k p' would be starved).
 
 Our choices, where RFC 9332's queue is not BMv2's (as PIE's, pie.py):
 - qdelay comes from timestamps: each departing packet's sojourn (deq_timedelta), 0 when it
@@ -54,7 +55,7 @@ from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import (Aqm, Arrival, ConfigError, Decision, Encoded,
                                            IntervalClock, Link, TableAction, checked, ecn_mode,
                                            inverse_interval, number, update_interval)
-from control_plane.dataplane import Ecn, Event, Region
+from control_plane.dataplane import Ecn, EcnMode, Event, Region
 
 CLASSIC, L4S = 0, 1
 CLASSES = ("classic", "l4s")
@@ -84,6 +85,10 @@ class Pi2(Aqm):
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()
         mode = ecn_mode(self.ecn)
+        if mode == EcnMode.DROP:     # an L4S packet dropped at k p' would be starved
+            raise ConfigError(f"{self.action} needs ecn = true: it marks L4S packets (ECT(1), "
+                              "CE) at k p' and never drops them for it (for a drop-only AQM "
+                              "use pie or pi)")
         number(self.target, "target", 0.0, 10.0)
         tupdate = update_interval(self.tupdate, "tupdate", link)
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= K_MAX:

@@ -23,16 +23,19 @@ from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
-# What a checkout holds besides the repository: environments, builds, run results.
-GENERATED = {".git", ".venv", "build", "results", "site", "__pycache__", ".pytest_cache"}
+# What a checkout holds besides the repository: environments, caches, and at the top
+# builds, run results and the site (docs/results/ holds published runs: ours).
+GENERATED = {".git", ".venv", "__pycache__", ".pytest_cache"}
+GENERATED_AT_TOP = {"build", "results", "site"}
 PACKAGES = ("control_plane", "experiments", "analysis", "benchmarks", "topologies", "transport")
 BARE_NAME = re.compile(r"[\w-]+\.(p4|py)")
 MODULE = re.compile(rf"(?:{'|'.join(PACKAGES)})(?:\.\w+)+")
 PLACEHOLDER = re.compile(r"<[^>]*>")
 
 
-def generated(name: str) -> bool:
-    return name in GENERATED or name.endswith(".egg-info")
+def generated(name: str, top: bool) -> bool:
+    return (name in GENERATED or (top and name in GENERATED_AT_TOP)
+            or name.endswith(".egg-info"))
 
 
 @cache
@@ -40,8 +43,8 @@ def files(root: Path) -> tuple[str, ...]:
     """Every file and folder of the repository, relative to its root ('a/b/' for folders)."""
     found = []
     for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not generated(d)]
         rel = Path(folder).relative_to(root)
+        dirs[:] = [d for d in dirs if not generated(d, rel == Path("."))]
         found += [f"{(rel / d).as_posix()}/" for d in dirs]
         found += [(rel / n).as_posix() for n in names]
     return tuple(sorted(p.removeprefix("./") for p in found))

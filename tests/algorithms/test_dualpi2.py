@@ -35,6 +35,7 @@ TUPDATE_US = 16_000
     pytest.param(DualPi2(l_depth=0), "l_depth must be", id="l-depth-zero"),
     pytest.param(DualPi2(charge="yes"), "charge must be true or false", id="charge-not-bool"),
     pytest.param(DualPi2(k=0), "k must be", id="k-zero"),
+    pytest.param(DualPi2(ecn=False), "dualpi2 needs ecn = true", id="drop-mode"),
 ])
 def test_invalid_configuration_is_refused(aqm, message):
     with pytest.raises(ConfigError, match=message):
@@ -47,6 +48,15 @@ def test_the_step_threshold_is_one_ms_or_two_service_times(pps, step_us):
     encoded = DualPi2().encode(Link(pps))
     assert encoded.action.params["step_thresh"] == step_us
     assert DualPi2(step_thresh=0.005).encode(Link(pps)).action.params["step_thresh"] == 5000
+
+
+@pytest.mark.parametrize("l_rate, step_us", [(1.0, 1000), (0.5, 1000), (0.25, 2000),
+                                             (0.1, 5000)])
+def test_the_step_threshold_follows_the_l_queue_s_own_rate(l_rate, step_us):
+    """Paced at l_rate of the port's 4 000 packets/s, the L queue serves one packet in
+    0.25 / l_rate ms: two of them are the step once that exceeds 1 ms."""
+    encoded = DualPi2(l_rate=l_rate).encode(Link(4000.0))
+    assert encoded.action.params["step_thresh"] == step_us
 
 
 def test_encoding_classifies_at_ingress_and_needs_two_queues():

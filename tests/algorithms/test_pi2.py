@@ -36,6 +36,7 @@ TUPDATE_US = 16_000
     pytest.param(Pi2(k=1.5), "k must be a whole number in", id="k-fractional"),
     pytest.param(Pi2(k=True), "k must be a whole number in", id="k-bool"),
     pytest.param(Pi2(ecn=None), "ecn", id="ecn-not-bool"),
+    pytest.param(Pi2(ecn=False), "pi2 needs ecn = true", id="drop-mode"),
     pytest.param(Pi2(limit=0), "limit", id="limit-zero"),
 ])
 def test_invalid_configuration_is_refused(aqm, message):

@@ -18,8 +18,9 @@
 // Not-ECT and ECT(0) classic (DualPI2: the queue ingress put it in, by the same rule).
 // Classic packets fire with p'^2 (the square by multiplication, 97 bits wide); L4S packets
 // with min(k p', 1), or (DualPI2) with 1 when their own sojourn exceeds step_thresh and
-// they found at least step_qlen packets in the L queue. Overload (RFC 9332 4.2.3): once k p' >= 1 a classic packet that fires is dropped
-// even if ECN-capable, and an L4S packet is dropped with p'^2 and marked otherwise.
+// they found at least step_qlen packets in the L queue. Overload (RFC 9332 4.2.3): once
+// k p' >= 1 a classic packet that fires is dropped even if ECN-capable, and an L4S packet
+// is dropped with p'^2 and marked otherwise.
 const bit<8> ALGO_PI2 = 10;
 const bit<8> PI2_CLASSIC = 0;
 const bit<8> PI2_L4S = 1;
@@ -75,7 +76,8 @@ header pi2_vars_h {
     usec_t   cur;        // this packet's delay (0: it left its queue empty)
     usec_t   prev;       // the delay the next update uses
     bit<96>  up;         // alpha cur + beta cur, P48 widened
-    bit<96>  down;       // alpha target + beta qdelay_old (missed: beta qdelay_old + alpha target m)
+    // alpha target + beta qdelay_old; for the missed updates, beta qdelay_old + alpha target m
+    bit<96>  down;
     bit<128> square;     // p'^2 in P48 * P48
     bit<64>  coupled;    // k p' (P48)
     bit<64>  classic;    // p'^2 (FRAC32, saturated)
