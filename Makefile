@@ -53,10 +53,17 @@ endif
 	  echo "p4c not found: skipping 'make build' (see docs/install.md, 'Installing p4c and BMv2')"; \
 	fi
 
-## build: compile p4src/ into $(BUILD)/ (BMv2 JSON, P4Info text and binary)
+## build: compile p4src/ into $(BUILD)/ (BMv2 JSON, P4Info text and binary); ALGORITHMS=red,mecn
+##        builds the profile with only those algorithms into $(BUILD)/profiles/red-mecn/
+##        (docs/dataplane/profiles.md)
+ifeq ($(ALGORITHMS),)
 build: $(BUILD)/p4aqm.json
+else
+build:
+	$(PY) -m control_plane.build --out $(BUILD) --algorithms $(ALGORITHMS)
+endif
 
-$(BUILD)/p4aqm.json: $(P4SRC) control_plane/build.py
+$(BUILD)/p4aqm.json: $(P4SRC) control_plane/build.py control_plane/profiles.py
 	$(PY) -m control_plane.build --out $(BUILD)
 
 ## test: unit tests always; P4 tests when the toolchain is present (skips say why)

@@ -1,9 +1,12 @@
 """python -m benchmarks [--out results/bench] [--quick] [--instructions-only | --control-only]
-[--compare REV]: data-plane and control-plane benchmarks, one JSON document and a table. Speed is a ratio
-against a baseline measured in the same run: these machines are noisy. The steady figure
-is the instructions BMv2 executes per packet (callgrind), which the machine's load does not
-change. --compare REV counts them also for p4src/ as it is in git revision REV, driven by
-this tree's control plane, and prints both side by side (before/after a change)."""
+[--compare REV] [--profiles [ALGORITHMS]]: data-plane and control-plane benchmarks, one JSON
+document and a table. Speed is a ratio against a baseline measured in the same run: these
+machines are noisy. The steady figure is the instructions BMv2 executes per packet
+(callgrind), which the machine's load does not change. --compare REV counts them also for
+p4src/ as it is in git revision REV, driven by this tree's control plane, and prints both
+side by side (before/after a change). --profiles measures each case also on the build
+profile of its one algorithm (control_plane/profiles.py; no AQM on the profile "none"),
+beside "all"; with a list, only those algorithms' cases."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import finsy as fy
@@ -29,6 +33,8 @@ from control_plane.algorithms.base import Link
 from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn, Newque, Pi,
                               Pi2, Pie, Red, RedEcn, Rem)
 from control_plane.build import REPO, Artifacts, compile_program
+from control_plane.profiles import ALL, NO_AQM, Profile
+from control_plane.values import ConfigError
 from experiments.runner import tool_versions
 
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -87,6 +93,34 @@ def cases(quick: bool, peers: dict[str, tuple[str, ...]] | None = None) -> list[
     return out
 
 
+def algorithm_of(case: Case) -> str:
+    """The aqm_config action a p4aqm case runs ("none" without AQM)."""
+    return case.aqm.action if case.aqm is not None else NO_AQM
+
+
+def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None) -> list[Case]:
+    """Each p4aqm case, followed by the same case on its algorithm's one-algorithm profile
+    (named case@profile); with `chosen`, only the p4aqm cases of those algorithms (none:
+    without AQM), and every other program's."""
+    out = []
+    for case in all_cases:
+        if case.program != "p4aqm":
+            out.append(case)
+            continue
+        algorithm = algorithm_of(case)
+        if chosen is None or algorithm in chosen:
+            out += [case, replace(case, name=f"{case.name}@{algorithm}", profile=algorithm)]
+    return out
+
+
+def algorithm_list(text: str) -> frozenset[str] | None:
+    """--profiles' list: algorithms, none for the cases without AQM; all (None): every one.
+    An unknown name or an empty list is a ConfigError (Profile.parse's)."""
+    Profile.parse(text)
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    return None if ALL in names else names
+
+
 def machine() -> dict:
     model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
                   if line.startswith("model name")), "unknown")
@@ -108,7 +142,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", metavar="FOLDER", type=Path,
                         help="other compiled programs to measure: NAME.json, NAME.p4info.txtpb, "
                              "NAME.p4info.bin and NAME.commands (simple_switch_CLI) each")
+    parser.add_argument("--profiles", metavar="ALGORITHMS", nargs="?", const=ALL,
+                        help="also run each case on its algorithm's one-algorithm build "
+                             "profile (case@profile); a list (red,codel,none) keeps only "
+                             "those algorithms' cases")
     args = parser.parse_args(argv)
+    chosen = None
+    if args.profiles is not None:
+        try:
+            chosen = algorithm_list(args.profiles)
+        except ConfigError as err:
+            parser.error(f"--profiles: {err}")
+
+    def chosen_cases(quick: bool) -> list[Case]:
+        listed = cases(quick, peers)
+        return listed if args.profiles is None else with_profiles(listed, chosen)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("finsy").setLevel(logging.ERROR)
     missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
@@ -121,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
                  "trivial": dataplane.compile_trivial(work / "trivial")}
     base = compile_revision(args.compare, work / "base") if args.compare else None
     peers = load_peers(args.peers, artifacts) if args.peers else {}
+    for name in sorted({c.profile for c in chosen_cases(args.quick)} - {ALL}):
+        artifacts[f"p4aqm@{name}"] = compile_program(work / f"p4aqm@{name}",
+                                                     profile=Profile.parse(name))
     bmv2 = str(toolchain.require("simple_switch_grpc"))
     macros = dataplane.bmv2_logging_macros(bmv2)
     doc = {"machine": machine(), "versions": tool_versions(),
@@ -135,9 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         probe = dataplane.make_pcap(work, Case("probe", "trivial"))
         doc["source_ceiling_pps"] = dataplane.source_ceiling(work, probe)
         console.print(f"traffic source ceiling: {doc['source_ceiling_pps']:.0f} packets/s")
-        doc["dataplane"] = cpu_time(cases(args.quick, peers), artifacts, work,
+        doc["dataplane"] = cpu_time(chosen_cases(args.quick), artifacts, work,
                                     doc["source_ceiling_pps"])
-    quick = cases(True, peers)
+    quick = chosen_cases(True)
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
         doc["instructions"] = count_instructions(quick, artifacts, work / "callgrind")
         if base:
@@ -300,14 +351,23 @@ def print_instructions(doc: dict) -> None:
     compare = doc.get("compare")
     table = Table(title="Instructions per packet (callgrind, 64 B frames): the steady figure"
                         + (f"; this tree against {compare['revision']}" if compare else ""))
+    counted = doc["instructions"]
+    # A case on a profile (case@profile) against the same case on "all".
+    profiled = any("@" in name for name in counted)
     columns = ["case", "instructions/packet", "capacity vs trivial", f">= {GOAL}"]
+    if profiled:
+        columns += ["vs all"]
     if compare:
         columns += [f"at {compare['revision']}", "vs trivial", "change"]
     for column in columns:
         table.add_column(column, justify="right")
-    for name, r in doc["instructions"].items():
+    for name, r in counted.items():
         row = [name, f"{r['instructions_per_packet']:.0f}", f"{r['ratio_to_trivial']:.2f}",
                "yes" if r["ratio_to_trivial"] >= GOAL else "NO"]
+        if profiled:
+            on_all = counted.get(name.split("@")[0]) if "@" in name else None
+            change = on_all and r["instructions_per_packet"] / on_all["instructions_per_packet"]
+            row += [f"{100 * (change - 1):+.1f} %" if change else ""]
         if compare and name in compare["instructions"]:
             b = compare["instructions"][name]
             change = r["instructions_per_packet"] / b["instructions_per_packet"] - 1

@@ -28,6 +28,7 @@ from scapy.utils import wrpcap
 from control_plane.algorithms.base import Link
 from control_plane.aqm import Aqm, PortConfig
 from control_plane.build import Artifacts
+from control_plane.profiles import ALL
 from control_plane.switch import AqmSwitch
 from topologies.netns import NetNS, veth_pair
 from topologies.testbed import Testbed
@@ -52,6 +53,12 @@ class Case:
     # A peer program's runtime commands (simple_switch_CLI), written after the push.
     commands: tuple[str, ...] = ()
     ecn: int = 2                   # the frames' ECN field (ECT(0); ECT(1): DualPI2's L queue)
+    profile: str = ALL             # p4aqm's build profile (control_plane/profiles.py)
+
+    @property
+    def build(self) -> str:
+        """The case's program among the compiled ones: p4aqm's profile its own."""
+        return self.program if self.profile == ALL else f"{self.program}@{self.profile}"
 
     @property
     def priority_queues(self) -> int:
@@ -124,7 +131,7 @@ async def program_switch(bed: Testbed, case: Case, artifacts: dict[str, Artifact
         if case.commands:
             bed.switch.runtime_cli(list(case.commands))
         return
-    async with AqmSwitch(address, artifacts["p4aqm"], bed.ports,
+    async with AqmSwitch(address, artifacts[case.build], bed.ports,
                          priority_queues=bed.priority_queues) as sw:
         for port in bed.ports[1:]:
             await sw.add_route(f"10.0.{port}.2/32", port, GW_MAC, DST_MAC)
@@ -189,7 +196,7 @@ def measure(case: Case, artifacts: dict[str, Artifacts], workdir: Path,
                 good = mid
             else:
                 bad = mid
-        return {"case": case.name, "program": case.program,
+        return {"case": case.name, "program": case.program, "profile": case.profile,
                 "aqm": type(case.aqm).__name__ if case.aqm else None,
                 "frame_bytes": case.frame_bytes, "egress_ports": case.egress_ports,
                 "flows": case.flows, "cpu_us_per_packet": cost_us,

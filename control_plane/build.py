@@ -1,9 +1,11 @@
 """Compile p4src/ with p4c (bmv2, v1model) into BMv2 JSON and P4Info (text and binary).
 
-    python -m control_plane.build [--out build] [--drop-at enqueue]
+    python -m control_plane.build [--out build] [--drop-at enqueue] [--algorithms red,mecn]
 
 `--drop-at enqueue` builds the variant whose AQM runs in ingress, before the queue
 (p4src/include/control/queue_at_arrival.p4): the experiments' `--factor drop=enqueue`.
+`--algorithms` builds a profile with only those algorithms (control_plane/profiles.py)
+into <out>/profiles/<name>/; the default, "all", builds into <out>/ itself.
 
 `make build` runs this; the tests call compile_program() into their own folder.
 """
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from control_plane import toolchain
+from control_plane.profiles import ALL_PROFILE, Profile
+from control_plane.values import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 MAIN_P4 = REPO / "p4src" / "main.p4"
@@ -44,14 +48,17 @@ class Artifacts:
         return all(p.is_file() for p in (self.bmv2_json, self.p4info_txt, self.p4info_bin))
 
 
-def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue") -> Artifacts:
-    """p4aqm.* for the main program, <stem>.* for another one (the benchmark's)."""
+def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
+                    profile: Profile = ALL_PROFILE) -> Artifacts:
+    """p4aqm.* for the main program (and its profile.json), <stem>.* for another one (the
+    benchmark's), in `out` itself."""
     p4c = toolchain.require("p4c")
     out.mkdir(parents=True, exist_ok=True)
     artifacts = Artifacts.in_folder(out, PROGRAM if source == MAIN_P4 else source.stem)
+    symbols = (*DROP_AT[drop_at], *profile.symbols())
     cmd = [
         str(p4c), "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
-        "-o", str(out), *(f"-D{symbol}" for symbol in DROP_AT[drop_at]),
+        "-o", str(out), *(f"-D{symbol}" for symbol in symbols),
         "--p4runtime-files", f"{artifacts.p4info_txt},{artifacts.p4info_bin}",
         str(source),
     ]
@@ -63,19 +70,29 @@ def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue")
         produced.replace(artifacts.bmv2_json)
     if not artifacts.exist():
         raise CompileError(f"p4c succeeded but did not write all of {artifacts}")
+    if source == MAIN_P4:
+        profile.write(out)
     return artifacts
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "build")
+    parser.add_argument("--out", type=Path, default=REPO / "build",
+                        help="the build folder (a profile builds into its profiles/<name>/)")
     parser.add_argument("--drop-at", choices=tuple(DROP_AT), default="dequeue",
                         help="where the AQM drops: as the packet leaves its queue (egress, "
                              "the default) or before it enters (ingress)")
+    parser.add_argument("--algorithms", default="all",
+                        help="the profile: comma-separated algorithms (none: forwarding "
+                             "only), or all (the default)")
     args = parser.parse_args(argv)
     try:
-        artifacts = compile_program(args.out, drop_at=args.drop_at)
-    except (toolchain.ToolMissing, CompileError) as err:
+        profile = Profile.parse(args.algorithms)
+        print(f"building profile {profile.name}: {', '.join(profile.algorithms) or 'no AQM'}",
+              flush=True)
+        artifacts = compile_program(profile.folder(args.out), drop_at=args.drop_at,
+                                    profile=profile)
+    except (toolchain.ToolMissing, CompileError, ConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"built {artifacts.bmv2_json}, {artifacts.p4info_txt}, {artifacts.p4info_bin}")

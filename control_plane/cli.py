@@ -216,8 +216,9 @@ def queues(settings: list[dict] | None) -> str:
 
 
 def switch_table(state: dict) -> Table:
-    """What ingress dropped, by reason, and the L2 entries."""
-    table = new_table("switch")
+    """The program's profile (its algorithms, docs/dataplane/profiles.md), what ingress
+    dropped, by reason, and the L2 entries."""
+    table = new_table(f"switch (profile {state['profile']['name']})")
     table.add_column("ingress drops by reason", justify="left")
     table.add_column("packets", justify="right")
     for reason, count in (state["ingress_drops"] or {}).items():

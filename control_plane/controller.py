@@ -218,6 +218,11 @@ class Controller:
         self.ingress_drops: dict[str, int] | None = None
         self.switch.sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
         self.l2 = l2_table(self.l2.items(), self.ports)
+        for port, view in self.ports.items():
+            try:
+                self.switch.profile.check(view.config.aqm.action)
+            except ConfigError as err:
+                raise ConfigError(f"port {port}: {err}") from None
 
     # ----- lifecycle ------------------------------------------------------------------
 
@@ -324,6 +329,7 @@ class Controller:
         """set_port's work; the caller holds the lock. Returns the new configuration and
         what was done to the queue, for the change log."""
         new = change(view.config, algorithm, values)
+        self.switch.profile.check(new.aqm.action)
         if view.loop:
             try:
                 view.loop.check(new)
@@ -502,7 +508,9 @@ class Controller:
                     "records": view.records,
                 },
             }
+        profile = self.switch.profile
         return {"address": self.address, "connected": self.ready.is_set(),
                 "connections": self.connections, "ports": ports,
+                "profile": {"name": profile.name, "algorithms": list(profile.algorithms)},
                 "ingress_drops": self.ingress_drops,
                 "routes": [vars(r) for r in self.routes], "l2": dict(self.l2)}

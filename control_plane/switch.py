@@ -25,6 +25,7 @@ from control_plane import dataplane as dp
 from control_plane.aqm import TABLE_ENTRIES, ConfigError, PortConfig, PortProgram
 from control_plane.build import Artifacts
 from control_plane.golden import PortCounters
+from control_plane.profiles import Profile
 from control_plane.rtt_tracker import RttEvent
 from control_plane.telemetry import TelemetryRecord
 
@@ -94,6 +95,8 @@ class AqmSwitch:
 
     def __post_init__(self) -> None:
         self.ports = frozenset(self.ports)
+        # The algorithms the pipeline we push carries (its build profile).
+        self.profile = Profile.of_p4info(self.artifacts.p4info_txt)
         options = fy.SwitchOptions(
             p4info=self.artifacts.p4info_txt,
             p4blob=self.artifacts.bmv2_json,
@@ -212,9 +215,11 @@ class AqmSwitch:
         """Validate everything, then write what differs from what the port runs.
 
         reset=True starts a new epoch: the port's state restarts from zero and its PRNG from
-        the seed at the next packet. Nothing is written if any value is invalid.
+        the seed at the next packet. Nothing is written if any value is invalid, or if the
+        program's profile lacks the algorithm.
         """
         self.check_port(config.port)
+        self.profile.check(config.aqm.action)
         program = config.encode()
         if program.encoded is not None and program.encoded.priority_queues > self.priority_queues:
             raise ConfigError(
@@ -310,11 +315,13 @@ class AqmSwitch:
         await self.sw.write([~entry if installed else +entry])
 
     async def read_counters(self, port: int) -> PortCounters:
-        """The egress counters of one port (the golden model's PortCounters)."""
+        """The egress counters of one port (the golden model's PortCounters); a counter
+        the profile lacks (marks_incipient without MECN) is 0."""
         self.check_port(port)
         values = {}
+        names = [name for name in dp.EGRESS_COUNTERS if self.sw.p4info.counters.get(name)]
         async for entry in self.sw.read(
-                [fy.P4CounterEntry(name, index=port) for name in dp.EGRESS_COUNTERS]):
+                [fy.P4CounterEntry(name, index=port) for name in names]):
             values[self.sw.p4info.counters[entry.counter_id].alias] = entry
         seen = values.pop("seen")
         return PortCounters(seen_packets=seen.packet_count, seen_bytes=seen.byte_count,

@@ -4,15 +4,19 @@
 // P4AQM_DROP_AT_ENQUEUE, ingress runs the AQM instead, before the packet is queued
 // (include/control/queue_at_arrival.p4). Shared steps are one control each under
 // include/control/; each algorithm is one file under include/aqm/; formats and constants
-// are in include/defines.p4.
+// are in include/defines.p4. A build profile (include/profile.p4) carries only some
+// algorithms and the shared steps they need.
 #include <core.p4>
 #include <v1model.p4>
 
 #include "include/defines.p4"
+#include "include/profile.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"
 #include "include/control/forwarding.p4"
+#ifdef P4AQM_WITH_RTT_TRACKER
 #include "include/control/rtt_tracker.p4"
+#endif
 #include "include/control/aqm_stage.p4"
 #include "include/control/telemetry.p4"
 #include "include/control/ipv4_checksum.p4"
@@ -24,8 +28,12 @@ control IngressPipe(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t std_meta) {
     Forwarding() forwarding;
+#ifdef P4AQM_WITH_RTT_TRACKER
     RttTracker() rtt_tracker;
+#endif
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
     DualPi2Queue() dualpi2_queue;
+#endif
 #ifdef P4AQM_DROP_AT_ENQUEUE
     ArrivalView() arrival_view;
     AqmStage() aqm_stage;
@@ -34,8 +42,12 @@ control IngressPipe(inout headers_t hdr,
 
     apply {
         forwarding.apply(hdr, meta, std_meta);
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
         dualpi2_queue.apply(hdr, meta.port_index, std_meta);
+#endif
+#ifdef P4AQM_WITH_RTT_TRACKER
         rtt_tracker.apply(hdr, std_meta.ingress_global_timestamp, meta.rtt_us);
+#endif
 #ifdef P4AQM_DROP_AT_ENQUEUE
         if (std_meta.egress_spec != DROP_PORT) {
             standard_metadata_t view;
@@ -61,10 +73,13 @@ control EgressPipe(inout headers_t hdr,
 #endif
     TelemetryExport() telemetry_export;
     TelemetryFormat() telemetry_format;
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
     DualPi2Charge() dualpi2_charge;
+#endif
 
     apply {
         if (std_meta.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
             // A telemetry record for the CPU port, or a DualPI2 charge (dualpi2.p4): its
             // service slot in the classic queue was the point.
             if (std_meta.egress_port == CPU_PORT) {
@@ -72,6 +87,10 @@ control EgressPipe(inout headers_t hdr,
             } else {
                 mark_to_drop(std_meta);
             }
+#else
+            // A telemetry record for the CPU port: the only clones.
+            telemetry_format.apply(hdr, meta.rec, meta.stamp);
+#endif
         } else {
 #ifdef P4AQM_DROP_AT_ENQUEUE
             departure.apply(meta.port_index, std_meta, meta.rec);
@@ -87,14 +106,18 @@ control EgressPipe(inout headers_t hdr,
 #endif
                 telemetry_export.apply(meta.port_index, meta.aqm.common.fresh, hdr, std_meta,
                                        meta.rec, meta.stamp);
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
                 if (meta.aqm.pi2.isValid()) {
                     dualpi2_charge.apply(meta.aqm.pi2, meta.rec);
                 }
+#endif
             }
         }
     }
 }
 
+@pkginfo(name=P4AQM_PKG_NAME)
+@description(P4AQM_PKG_ALGORITHMS)
 V1Switch(PacketParser(),
          VerifyIpv4Checksum(),
          IngressPipe(),

@@ -97,13 +97,11 @@ async def test_a_loop_skips_ticks_missed_while_the_event_loop_was_busy(tmp_path)
     import time
 
     from control_plane.aqm import PortConfig, Red
-    from control_plane.build import Artifacts
     from control_plane.controller import Controller, LoopSpec, PortView
+    from programs import stub_build
     view = PortView(PortConfig(port=2, aqm=Red(), link_pps=100.0, telemetry_interval=0.01),
                     loop=LoopSpec("ared", interval=0.05))
-    empty = tmp_path / "empty"      # never pushed: an empty P4Info is enough to construct
-    empty.write_text("pkg_info {}\n")
-    ctl = Controller("127.0.0.1:1", Artifacts(empty, empty, empty), {2: view}, [])
+    ctl = Controller("127.0.0.1:1", stub_build(tmp_path), {2: view}, [])
     ctl._start_loop(2)          # no switch: with no telemetry yet each step does nothing
     await asyncio.sleep(0.12)
     time.sleep(0.3)             # the event loop blocked for six periods

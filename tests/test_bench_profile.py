@@ -1,5 +1,6 @@
-"""The benchmark's trace profile counts each kind per packet from BMv2's log lines, and its
-instruction count splits a packet's cost into BMv2's parts."""
+"""The benchmark's trace profile counts each kind per packet from BMv2's log lines, its
+instruction count splits a packet's cost into BMv2's parts, and --profiles pairs each case
+with its build profile."""
 
 from __future__ import annotations
 
@@ -54,3 +55,20 @@ def test_parts_from_callgrind_annotate():
     assert parts == {"zero_metadata": 12_093_900, "invalidate_headers": 5_538_600,
                      "zero_headers_made_valid": 3_174_900, "parser": 4_473_300,
                      "match_action": 23_945_400 - 3_174_900, "deparser": 0}
+
+
+def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
+    """--profiles: each p4aqm case beside the same case on its algorithm's profile (no AQM
+    on "none"); a list keeps those algorithms' cases and the other programs'."""
+    from benchmarks.__main__ import algorithm_list, cases, with_profiles
+    from control_plane.aqm import ConfigError
+    listed = with_profiles(cases(True), algorithm_list("red,none"))
+    assert [(c.name, c.build) for c in listed] == [
+        ("trivial-64B", "trivial"), ("no_aqm-64B", "p4aqm"), ("no_aqm-64B@none", "p4aqm@none"),
+        ("red-64B", "p4aqm"), ("red-64B@red", "p4aqm@red"),
+        ("red_gentle-64B", "p4aqm"), ("red_gentle-64B@red", "p4aqm@red")]
+    every = with_profiles(cases(True), algorithm_list("all"))
+    assert len(every) == 2 * len(cases(True)) - 1                  # trivial once
+    assert {c.profile for c in every if c.name.startswith("dualpi2-l4s")} == {"all", "dualpi2"}
+    with pytest.raises(ConfigError, match="unknown algorithm 'codle'"):
+        algorithm_list("red,codle")

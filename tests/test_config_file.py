@@ -8,6 +8,7 @@ import pytest
 from control_plane.algorithms.base import QueueSetting
 from control_plane.aqm import ConfigError, DualPi2, Mecn, NoAqm
 from control_plane.config_file import load_controller
+from programs import stub_build
 
 BASE = 'switch = "127.0.0.1:9559"\nbuild = "."\n[[port]]\nport = 2\nlink_pps = 100\n'
 ROUTE = ('[[route]]\nprefix = "10.0.0.0/24"\nport = 2\nsrc_mac = "02:00:00:00:00:01"\n'
@@ -16,9 +17,7 @@ ROUTE = ('[[route]]\nprefix = "10.0.0.0/24"\nport = 2\nsrc_mac = "02:00:00:00:00
 
 @pytest.fixture
 def write(tmp_path):
-    for name in ("p4aqm.json", "p4aqm.p4info.bin"):
-        (tmp_path / name).write_text("")
-    (tmp_path / "p4aqm.p4info.txtpb").write_text("pkg_info {\n}\n")   # the smallest P4Info
+    stub_build(tmp_path)
 
     def write(text: str):
         path = tmp_path / "aqm.toml"
@@ -122,3 +121,23 @@ def test_bad_values_are_refused_naming_the_file(write, text, message):
         load_controller(path)
     assert message in str(err.value) and str(err.value).startswith(str(path))
     assert "\n" not in str(err.value)
+
+
+def test_an_algorithm_the_program_lacks_is_refused_before_connecting(tmp_path):
+    """The controller reads the P4Info it will push: a port whose algorithm the build
+    profile lacks is refused at start, in one line naming the file, the port, the
+    profile's algorithms and the command that builds one with it."""
+    stub_build(tmp_path / "profile", ("red_ecn", "pie"), "red_ecn-pie")
+    path = tmp_path / "aqm.toml"
+    base = BASE.replace('build = "."', 'build = "profile"')
+    path.write_text(base + 'algorithm = "codel"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_controller(path)
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(f"{path}: port 2: codel is not in")
+    assert "profile red_ecn-pie has red_ecn, pie, none" in line
+    assert "make build ALGORITHMS=red_ecn,codel,pie" in line
+    path.write_text(base + 'algorithm = "pie"\n[[port]]\nport = 3\nlink_pps = 10\n'
+                    'algorithm = "none"\n')
+    assert {p: v.config.aqm.action for p, v in load_controller(path).ports.items()} == \
+        {2: "pie", 3: "none"}

@@ -15,7 +15,11 @@ header aqm_common_h {
     bit<32> seed;         // xorshift32 seed (non-zero)
     bit<2>  bmv2_random;  // 1: BMv2's unseedable random() instead of the seeded stream
     bit<2>  ecn_mode;     // ECN_MODE_*
+#ifdef P4AQM_WITH_MECN_LEVELS
     bit<2>  level_a;      // what a mark sets in region A (MECN: incipient); CE elsewhere
+#else
+    bit<2>  unused;       // BMv2's headers are whole bytes
+#endif
     bit<1>  fresh;        // 1: the packet is the first of the port's epoch (port_epoch.p4)
     bit<1>  fire;         // 1: the algorithm decided to mark or drop it (verdict.p4)
 }

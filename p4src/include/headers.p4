@@ -2,6 +2,7 @@
 #define P4AQM_HEADERS_P4
 
 #include "defines.p4"
+#include "profile.p4"
 
 // Telemetry record: one per exported packet, delivered to the controller as a PacketIn
 // whose metadata are these fields (the payload is truncated away).
@@ -89,47 +90,98 @@ header udp_t {
     bit<16> checksum;
 }
 
+// Every header costs every packet (invalidated, defines.p4): TCP and UDP are parsed only
+// in a profile that reads them (profile.p4).
 struct headers_t {
     telemetry_t    telemetry;
     ethernet_t     ethernet;
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
+#ifdef P4AQM_WITH_L4_PORTS
     tcp_t          tcp;
+#endif
+#ifdef P4AQM_WITH_RTT_TRACKER
     tcp_ts_t       tcp_ts;
+#endif
+#ifdef P4AQM_WITH_L4_PORTS
     udp_t          udp;
+#endif
 }
 
 // The header words the incremental checksum update needs (RFC 1624), saved by the parser.
 #include "aqm_types.p4"
 // The algorithms: parameters, aqm_config action(s) and control of each (after the packet's
-// headers, which their controls read).
+// headers, which their controls read), those of the profile (profile.p4).
+#ifdef P4AQM_WITH_DROPTAIL
 #include "aqm/droptail.p4"
+#endif
+#ifdef P4AQM_WITH_RED_RAMP
 #include "aqm/red.p4"
+#endif
+#ifdef P4AQM_WITH_MECN
 #include "aqm/mecn.p4"
+#endif
+#ifdef P4AQM_WITH_NEWQUE
 #include "aqm/newque.p4"
+#endif
+#ifdef P4AQM_WITH_BLUE
 #include "aqm/blue.p4"
+#endif
+#ifdef P4AQM_WITH_PI
 #include "aqm/pi.p4"
+#endif
+#ifdef P4AQM_WITH_REM
 #include "aqm/rem.p4"
+#endif
+#ifdef P4AQM_WITH_AECN
 #include "aqm/aecn.p4"
+#endif
+#ifdef P4AQM_WITH_CODEL
 #include "aqm/codel.p4"
+#endif
+#ifdef P4AQM_WITH_PIE
 #include "aqm/pie.p4"
+#endif
+#ifdef P4AQM_WITH_PI2_CONTROL
 #include "aqm/pi2.p4"
+#endif
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
 #include "aqm/dualpi2.p4"
+#endif
 
 // Per-port AQM parameters loaded by the aqm_config table: what every algorithm has, and
 // each algorithm's own (one member per algorithm file under aqm/). Headers, not structs:
-// only the port's own algorithm's are made valid and cost anything (defines.p4).
+// only the port's own algorithm's are made valid, but each is invalidated for every
+// packet (defines.p4): a profile carries only its algorithms' (profile.p4).
 struct aqm_params_t {
     aqm_common_h common;
+#ifdef P4AQM_WITH_RED_RAMP
     red_h        red;
+#endif
+#ifdef P4AQM_WITH_NEWQUE
     newque_h     newque;
+#endif
+#ifdef P4AQM_WITH_BLUE
     blue_h       blue;
+#endif
+#ifdef P4AQM_WITH_PI
     pi_h         pi;
+#endif
+#ifdef P4AQM_WITH_REM
     rem_h        rem;
+#endif
+#ifdef P4AQM_WITH_AECN
     aecn_h       aecn;
+#endif
+#ifdef P4AQM_WITH_CODEL
     codel_h      codel;
+#endif
+#ifdef P4AQM_WITH_PIE
     pie_h        pie;
+#endif
+#ifdef P4AQM_WITH_PI2_CONTROL
     pi2_h        pi2;         // PI2 and DualPI2
+#endif
 }
 
 struct local_metadata_t {
@@ -140,8 +192,12 @@ struct local_metadata_t {
     // forwarding action: p4c would make a temporary of an expression (or of a header
     // field) for every register and counter call it is given to.
     bit<32>         port_index;
+#ifdef P4AQM_WITH_ARRIVALS
     bit<32>         arr_seq;    // ingress: packets handed to the egress port's queue so far
+#endif
+#ifdef P4AQM_WITH_RTT_TRACKER
     bit<32>         rtt_us;     // ingress: the flow's RTT (rtt_tracker.p4), 0 if not measured
+#endif
     bit<32>         group_index;  // egress: port * 4 + the packet's group (verdict.p4)
     aqm_params_t    aqm;
     aqm_record_h    rec;

@@ -7,7 +7,8 @@ error { IPv4BadVersion, IPv4HeaderTooShort }
 
 // Ethernet, IPv4 (options kept as opaque bytes), TCP (with Linux's timestamps option, for
 // the RTT tracker), UDP. Anything else is payload and leaves untouched. A truncated L4
-// header is tolerated (l3_parsed stays 1).
+// header is tolerated (l3_parsed stays 1). TCP and UDP are parsed only in a profile that
+// reads them (AECN's), TCP's timestamps only with the RTT tracker (profile.p4).
 parser PacketParser(packet_in packet,
                     out headers_t hdr,
                     inout local_metadata_t meta,
@@ -49,21 +50,31 @@ parser PacketParser(packet_in packet,
 
     state parse_l4 {
         meta.l3_parsed = 1;
+#ifdef P4AQM_WITH_L4_PORTS
         transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (0, IP_PROTO_TCP): parse_tcp;
             (0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
+#else
+        transition accept;
+#endif
     }
 
+#ifdef P4AQM_WITH_L4_PORTS
     state parse_tcp {
         packet.extract(hdr.tcp);
+#ifdef P4AQM_WITH_RTT_TRACKER
         transition select(hdr.tcp.data_offset) {
             8 .. 15: parse_tcp_options;
             default: accept;
         }
+#else
+        transition accept;
+#endif
     }
 
+#ifdef P4AQM_WITH_RTT_TRACKER
     state parse_tcp_options {
         transition select(packet.lookahead<bit<32>>()) {
             0x0101080a: parse_tcp_ts;
@@ -75,11 +86,13 @@ parser PacketParser(packet_in packet,
         packet.extract(hdr.tcp_ts);
         transition accept;
     }
+#endif
 
     state parse_udp {
         packet.extract(hdr.udp);
         transition accept;
     }
+#endif
 }
 
 control PacketDeparser(packet_out packet, in headers_t hdr) {
@@ -88,9 +101,15 @@ control PacketDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
+#ifdef P4AQM_WITH_L4_PORTS
         packet.emit(hdr.tcp);
+#endif
+#ifdef P4AQM_WITH_RTT_TRACKER
         packet.emit(hdr.tcp_ts);
+#endif
+#ifdef P4AQM_WITH_L4_PORTS
         packet.emit(hdr.udp);
+#endif
     }
 }
 

@@ -43,7 +43,7 @@ header aecn_h {
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them. The RED
 // parameters are the average group's; AecnGroup changes the ramp for the other groups.
-#define AECN_ACTIONS \
+#define AECN_ACTION \
     action aecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                 frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t robust_minth, \
                 qpkt_t maxth, slope_t slope_robust, slope_t slope_average, \

@@ -23,7 +23,7 @@ header blue_h {
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
-#define BLUE_ACTIONS \
+#define BLUE_ACTION \
     action blue(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                 bit<2> ecn_mode, frac32_t d1, frac32_t d2, usec_t freeze_time, \
                 bit<32> threshold) { \

@@ -9,7 +9,7 @@ const bit<8> ALGO_DROPTAIL = 1;
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
-#define DROPTAIL_ACTIONS \
+#define DROPTAIL_ACTION \
     action droptail(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
                     bit<32> limit) { \
         aqm_common(ALGO_DROPTAIL, ECN_MODE_DROP, limit, epoch_id, prng_seed, \

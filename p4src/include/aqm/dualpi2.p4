@@ -20,8 +20,8 @@
 const bit<32> DUALPI2_CHARGE_SESSIONS = 512;
 const bit<32> DUALPI2_CHARGE_EXPORT_SESSIONS = 1024;
 
-// The aqm_config action, expanded inside AqmDispatch after PI2_ACTIONS.
-#define DUALPI2_ACTIONS \
+// The aqm_config action, expanded inside AqmDispatch after PI2_CORE_ACTION.
+#define DUALPI2_ACTION \
     action dualpi2(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
                    bit<32> limit, bit<2> ecn_mode, pgain_t alpha, pgain_t beta, \
                    p48_t alpha_target, usec_t tupdate, bit<32> inv_tupdate, bit<8> k, \

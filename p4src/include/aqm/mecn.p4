@@ -6,8 +6,8 @@
 // MECN (seed 001, control_plane/algorithms/mecn.py): RED's control with two codepoints,
 // incipient marks (ECT(1)) in [minth, midth), moderate marks (CE) in [midth, maxth), drop
 // above. wait = 1: ns-2's wait between marks, in both regions (one count).
-// The aqm_config action (expanded inside AqmDispatch, after RED_ACTIONS).
-#define MECN_ACTIONS \
+// The aqm_config action (expanded inside AqmDispatch, after RED_RAMP_ACTION).
+#define MECN_ACTION \
     action mecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
                 bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t midth, \
                 qpkt_t maxth, slope_t slope1, slope_t slope2, bit<8> wait) { \

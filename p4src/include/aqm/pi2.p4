@@ -46,10 +46,10 @@ header pi2_h {
     bit<32> charge_export_session;   // the same, with the telemetry record
 }
 
-// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// The aqm_config actions, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them. pi2_core is
-// also DualPI2's (DUALPI2_ACTIONS).
-#define PI2_ACTIONS \
+// PI2's and DualPI2's shared step (DUALPI2_ACTION).
+#define PI2_CORE_ACTION \
     action pi2_core(pgain_t alpha, pgain_t beta, p48_t alpha_target, usec_t tupdate, \
                     bit<32> inv_tupdate, bit<8> k) { \
         meta.aqm.pi2.setValid(); \
@@ -59,7 +59,8 @@ header pi2_h {
         meta.aqm.pi2.tupdate = tupdate; \
         meta.aqm.pi2.inv_tupdate = inv_tupdate; \
         meta.aqm.pi2.k = k; \
-    } \
+    }
+#define PI2_ACTION \
     action pi2(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                bit<2> ecn_mode, pgain_t alpha, pgain_t beta, p48_t alpha_target, \
                usec_t tupdate, bit<32> inv_tupdate, bit<8> k) { \

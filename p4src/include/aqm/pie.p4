@@ -50,7 +50,7 @@ header pie_h {
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
-#define PIE_ACTIONS \
+#define PIE_ACTION \
     action pie(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                bit<2> ecn_mode, pgain_t alpha, pgain_t beta, p48_t alpha_target, \
                usec_t half_target, usec_t tupdate, bit<32> inv_tupdate, usec_t max_burst, \

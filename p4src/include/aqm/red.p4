@@ -15,7 +15,9 @@ const bit<8> ALGO_RED = 2;
 // an action writes the port's parameter headers without p4c copying them. Region A is
 // [minth, maxth); B is the gentle ramp [maxth, hardth) from maxp to 1, empty when
 // hardth == maxth (gentle off). wait = 1: ns-2's wait between marks (marker.p4).
-#define RED_ACTIONS \
+// red_ramp is the family's shared step (MECN's and AECN's too); RED, RED+ECN and ECNM
+// differ only in their ECN mode.
+#define RED_RAMP_ACTION \
     action red_ramp(frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
                     qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, \
                     bit<8> wait) { \
@@ -29,25 +31,17 @@ const bit<8> ALGO_RED = 2;
         meta.aqm.red.base_b = maxp; \
         meta.aqm.red.slope_b = gentle_slope; \
         meta.aqm.red.wait = wait; \
-    } \
-    action red(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+    }
+#define RED_FAMILY_ACTION(name, mode) \
+    action name(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
             qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
-        aqm_common(ALGO_RED, ECN_MODE_DROP, limit, epoch_id, prng_seed, use_bmv2_random); \
-        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
-    } \
-    action red_ecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
-            bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
-        aqm_common(ALGO_RED, ECN_MODE_MARK, limit, epoch_id, prng_seed, use_bmv2_random); \
-        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
-    } \
-    action ecnm(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
-            bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-            qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
-        aqm_common(ALGO_RED, ECN_MODE_MARK_ALWAYS, limit, epoch_id, prng_seed, use_bmv2_random); \
+        aqm_common(ALGO_RED, mode, limit, epoch_id, prng_seed, use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
     }
+#define RED_ACTION RED_FAMILY_ACTION(red, ECN_MODE_DROP)
+#define RED_ECN_ACTION RED_FAMILY_ACTION(red_ecn, ECN_MODE_MARK)
+#define ECNM_ACTION RED_FAMILY_ACTION(ecnm, ECN_MODE_MARK_ALWAYS)
 
 // record: avg (QPKT), prob = pb (FRAC32), count (unmarked packets before this one).
 control Red(in bit<32> index,

@@ -14,25 +14,30 @@ control Forwarding(inout headers_t hdr,
     // Packets the ingress handed to each egress queue. Compared with the egress "seen"
     // counter it reveals BMv2's silent tail drops at a full queue.
     counter(PORT_SLOTS, CounterType.packets_and_bytes) enqueued;
+#ifdef P4AQM_WITH_ARRIVALS
     // The same count as a number each packet carries to egress (meta.arr_seq): a gap
     // between two consecutive packets of a port is BMv2's tail drops between them, and the
-    // difference over an interval is the arrivals in it (BLUE, REM).
+    // difference over an interval is the arrivals in it (NEWQUE, BLUE, REM).
     register<bit<32>>(PORT_SLOTS) arrivals;
+#endif
 
     action drop(bit<32> reason) {
         mark_to_drop(std_meta);
         ingress_drops.count(reason);
     }
 
-    // Hands the packet to a port's queue: counted, and numbered (meta.arr_seq). The port is
-    // given as 32 bits, the width of the register and counter indexes.
+    // Hands the packet to a port's queue: counted, and numbered (meta.arr_seq) in a profile
+    // that reads the number. The port is given as 32 bits, the width of the register and
+    // counter indexes.
     action enqueue(bit<32> port) {
         std_meta.egress_spec = (port_t)port;
         meta.port_index = port;
         enqueued.count(port);
+#ifdef P4AQM_WITH_ARRIVALS
         arrivals.read(meta.arr_seq, port);
         meta.arr_seq = meta.arr_seq + 1;
         arrivals.write(port, meta.arr_seq);
+#endif
     }
 
     action route(bit<32> port, mac_t src_mac, mac_t dst_mac) {

@@ -117,9 +117,15 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.ethernet.setInvalid();
         hdr.ipv4.setInvalid();
         hdr.ipv4_options.setInvalid();
+#ifdef P4AQM_WITH_L4_PORTS
         hdr.tcp.setInvalid();
+#endif
+#ifdef P4AQM_WITH_RTT_TRACKER
         hdr.tcp_ts.setInvalid();
+#endif
+#ifdef P4AQM_WITH_L4_PORTS
         hdr.udp.setInvalid();
+#endif
         // Keep only the telemetry header: the PacketIn carries no payload.
         truncate(TELEMETRY_BYTES);
     }

@@ -7,7 +7,8 @@
 // ECN rules (RFC 3168; SPEC for MECN): Not-ECT is never marked, it is dropped where an
 // ECN-capable packet would be marked; CE never changes; a mark never lowers the level
 // already in the packet (ECT(0) < ECT(1) < CE). A mark sets the port's level_a in region A
-// (MECN's incipient codepoint; CE for the other algorithms) and CE elsewhere.
+// (MECN's incipient codepoint; CE for the other algorithms) and CE elsewhere; a profile
+// without MECN only marks CE (profile.p4).
 // Drop counters are exclusive: prob_drops + forced_drops + overflow_drops is every drop;
 // notect_drops counts the subset that were Not-ECT packets an ECN mode would have marked.
 control Verdict(in bit<32> index,
@@ -22,7 +23,9 @@ control Verdict(in bit<32> index,
     counter(PORT_SLOTS, CounterType.packets) forced_drops;
     counter(PORT_SLOTS, CounterType.packets) overflow_drops;
     counter(PORT_SLOTS, CounterType.packets) notect_drops;
+#ifdef P4AQM_WITH_MECN_LEVELS
     counter(PORT_SLOTS, CounterType.packets) marks_incipient;
+#endif
     counter(PORT_SLOTS, CounterType.packets) marks_ce;
     // Marks and drops per group of the port (group_index = port * 4 + group; AECN's RTT
     // groups, group 0 for the other algorithms).
@@ -52,12 +55,15 @@ control Verdict(in bit<32> index,
 
             if (rec.outcome == OUTCOME_MARK) {
                 group_marks.count(group_index);
+#ifdef P4AQM_WITH_MECN_LEVELS
                 if (rec.region == REGION_A && c.level_a != ECN_CE) {
                     if (rec.ecn_in == (bit<8>)ECN_ECT0) {
                         hdr.ipv4.ecn = c.level_a;
                     }
                     marks_incipient.count(index);
-                } else {
+                } else
+#endif
+                {
                     hdr.ipv4.ecn = ECN_CE;
                     marks_ce.count(index);
                 }

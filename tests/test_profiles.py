@@ -1,0 +1,295 @@
+"""Build profiles (control_plane/profiles.py, p4src/include/profile.p4): what each carries,
+how a bad list is refused, that "all" is the program of every part, and a profile on a
+real switch: its algorithms conform packet by packet, the others are refused unwritten."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import finsy as fy
+import pytest
+
+from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
+                         check_refused_without_writes, run_pattern, tally)
+from testbeds import routed_switch
+from control_plane import toolchain
+from control_plane.algorithms import ALGORITHMS
+from control_plane.aqm import Codel, ConfigError, Mecn, Pie, PortConfig, RedEcn
+from control_plane.build import REPO, compile_program, main
+from control_plane.dataplane import Outcome, Region
+from control_plane.profiles import (ALL, NEEDS, PROFILE_FILE, SHARED_PARTS, Profile,
+                                    build_command)
+from traffic import HOSTS
+from waiting import wait_for
+
+# Two algorithms, one that reads a shared part (RED's ramp) and one that reads none: the
+# profile lacks every other shared part (MECN's levels, arrival numbers, the RTT tracker,
+# TCP and UDP parsing, PI2's control, DualPI2's queues).
+PROFILE = "red_ecn,pie"
+PROFILE_NAME = "red_ecn-pie"
+AQMCTL = str(Path(sys.executable).parent / "aqmctl")
+
+
+@pytest.mark.parametrize("text, name, algorithms", [
+    ("red", "red", ("red",)),
+    ("pie, red_ecn,pie", "red_ecn-pie", ("red_ecn", "pie")),   # ALGORITHMS' order, once
+    ("none", "none", ()),
+    ("codel,none", "codel", ("codel",)),                         # every profile has "none"
+    ("all", ALL, tuple(ALGORITHMS)),
+    (",".join(reversed(ALGORITHMS)), ALL, tuple(ALGORITHMS)),
+], ids=["one", "ordered", "none", "none-implied", "all", "every-name"])
+def test_an_algorithm_list_names_its_profile(text, name, algorithms):
+    profile = Profile.parse(text)
+    assert (profile.name, profile.algorithms) == (name, algorithms)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "no algorithm in ''"),
+    (" , ", "no algorithm in ' , '"),
+    ("red,codle", "unknown algorithm 'codle' in 'red,codle'"),
+    ("RED", "unknown algorithm 'RED'"),
+], ids=["empty", "only-commas", "misspelt", "upper-case"])
+def test_a_bad_list_is_refused_naming_the_value_and_the_valid_names(text, message):
+    with pytest.raises(ConfigError) as refused:
+        Profile.parse(text)
+    line = str(refused.value)
+    assert message in line and "\n" not in line
+    assert line.endswith("valid: " + ", ".join([*ALGORITHMS, "none", "all"]))
+
+
+def test_the_build_command_refuses_a_bad_list_in_one_line(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--algorithms", "red,codle"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown algorithm 'codle'" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_each_part_is_an_algorithms_own_or_a_shared_one_the_default_program_defines():
+    """NEEDS is the one table: every algorithm's first part is its own, every other part
+    is described in SHARED_PARTS, and profile.p4's "all" defines exactly these parts and
+    lists exactly these algorithms."""
+    for algorithm, parts in NEEDS.items():
+        assert parts[0] == algorithm.upper()
+        assert set(parts[1:]) <= set(SHARED_PARTS)
+    used = {p for parts in NEEDS.values() for p in parts}
+    assert set(SHARED_PARTS) <= used
+    text = (REPO / "p4src" / "include" / "profile.p4").read_text()
+    assert set(re.findall(r"#define P4AQM_WITH_(\w+)", text)) == used
+    assert re.search(r"#define P4AQM_ALGORITHMS (\S+)", text).group(1) == ",".join(ALGORITHMS)
+
+
+def test_a_refusal_names_the_profile_its_algorithms_and_the_command_that_adds_one():
+    profile = Profile.parse(PROFILE)
+    for offered in ("red_ecn", "pie", "none"):
+        profile.check(offered)
+    with pytest.raises(ConfigError) as refused:
+        profile.check("codel")
+    assert str(refused.value) == (
+        "codel is not in this switch's program: profile red_ecn-pie has red_ecn, pie, none; "
+        "make build ALGORITHMS=red_ecn,codel,pie (into build/profiles/red_ecn-codel-pie/) "
+        "builds one with codel")
+    assert build_command(Profile.parse(",".join(a for a in ALGORITHMS if a != "aecn"))
+                         ) != build_command(Profile.parse(ALL)) == "make build (into build/)"
+
+
+# ----- compiled profiles ---------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def profile_artifacts(tmp_path_factory):
+    """The PROFILE program, compiled once for the session."""
+    reason = toolchain.missing("p4c")
+    if reason:
+        pytest.skip(f"needs p4c: {reason}")
+    return compile_program(tmp_path_factory.mktemp("profile"), profile=Profile.parse(PROFILE))
+
+
+def schema(artifacts) -> fy.P4Schema:
+    return fy.P4Schema(artifacts.p4info_txt)
+
+
+def normalised(bmv2_json: Path):
+    """A BMv2 program without what changes with the source's line numbers: source_info,
+    the program's path, and the line in the names p4c makes (tbl_verdict34)."""
+    made = re.compile(r"^((?:tbl_)?[a-z][a-z0-9_]*?[a-z])\d+$")
+
+    def strip(o):
+        if isinstance(o, dict):
+            return {made.sub(r"\1#", k): strip(v) for k, v in o.items()
+                    if k not in ("source_info", "program")}
+        if isinstance(o, list):
+            return [strip(v) for v in o]
+        return made.sub(r"\1#", o) if isinstance(o, str) else o
+    return strip(json.loads(bmv2_json.read_text()))
+
+
+@pytest.mark.p4
+def test_all_is_the_program_of_every_part(artifacts, tmp_path):
+    """`make build` (no symbols: profile.p4's default) and the profile of every algorithm
+    (every symbol from NEEDS) are the same program; its pkg_info names it."""
+    every = Profile("every", tuple(ALGORITHMS))
+    explicit = compile_program(tmp_path, profile=every)
+    assert normalised(explicit.bmv2_json) == normalised(artifacts.bmv2_json)
+    info = schema(artifacts).pkg_info
+    assert (info.name, info.doc.description) == ("p4aqm-all", ",".join(ALGORITHMS))
+    assert json.loads((artifacts.bmv2_json.parent / PROFILE_FILE).read_text())["name"] == ALL
+
+
+def header_instances(artifacts) -> set[str]:
+    return {h["name"] for h in json.loads(artifacts.bmv2_json.read_text())["headers"]}
+
+
+@pytest.mark.p4
+def test_a_profile_carries_its_algorithms_and_only_the_parts_they_need(profile_artifacts):
+    """The P4Info names the profile and has only its algorithms' actions and tables; the
+    program has no TCP, UDP or RTT tracker headers, parser states or metadata."""
+    p4info = schema(profile_artifacts)
+    assert (p4info.pkg_info.name, p4info.pkg_info.doc.description) == (
+        f"p4aqm-{PROFILE_NAME}", PROFILE)
+    assert Profile.of_p4info(profile_artifacts.p4info_txt) == Profile.parse(PROFILE)
+    assert {a.alias for a in p4info.tables["aqm_config"].actions} == {
+        "red_ecn", "pie", "no_aqm"}
+    tables = {t.alias for t in p4info.tables}
+    assert {"aqm_config", "idle_decay", "telemetry_config", "ipv4_lpm"} <= tables
+    assert not tables & {"codel_law", "newque_rate", "rem_mark", "aecn_groups", "rtt_config",
+                         "dualpi2_queue"}
+    counters = {c.alias for c in p4info.counters}
+    assert "marks_ce" in counters and not counters & {"marks_incipient", "rtt_events"}
+    program = json.loads(profile_artifacts.bmv2_json.read_text())
+    headers = header_instances(profile_artifacts)
+    assert not {h for h in headers if re.search(r"tcp|udp|rtt|newque|codel|aecn|pi2", h)}
+    states = {s["name"] for p in program["parsers"] for s in p["parse_states"]}
+    assert "parse_l4" in states and not {"parse_tcp", "parse_udp", "parse_tcp_ts"} & states
+    meta = next(t for t in program["header_types"] if t["name"] == "scalars_0")
+    fields = {f[0] for f in meta["fields"]}
+    assert not {f for f in fields if re.search(r"arr_seq|rtt_us", f)}, fields
+    saved = json.loads((profile_artifacts.bmv2_json.parent / PROFILE_FILE).read_text())
+    assert saved == {"name": PROFILE_NAME, "algorithms": ["red_ecn", "pie"],
+                     "parts": ["RED_ECN", "RED_RAMP", "PIE"]}
+
+
+@pytest.mark.p4
+@pytest.mark.parametrize("algorithm", [*ALGORITHMS, "none"])
+def test_each_algorithm_builds_alone(tmp_path, algorithm):
+    """A one-algorithm profile compiles (a part its algorithm reads but NEEDS leaves out
+    is a declaration p4c cannot find) into build/profiles/<name>/, and its P4Info offers
+    only that algorithm."""
+    reason = toolchain.missing("p4c")
+    if reason:
+        pytest.skip(f"needs p4c: {reason}")
+    assert main(["--out", str(tmp_path), "--algorithms", algorithm]) == 0
+    folder = tmp_path / "profiles" / algorithm
+    profile = Profile.of_p4info(folder / "p4aqm.p4info.txtpb")
+    assert profile == Profile.parse(algorithm)
+    actions = {a.alias for a in fy.P4Schema(folder / "p4aqm.p4info.txtpb")
+               .tables["aqm_config"].actions}
+    assert actions == {"no_aqm"} | ({algorithm} - {"none"})
+    assert json.loads((folder / PROFILE_FILE).read_text())["name"] == algorithm
+
+
+# ----- a profile on a real switch ------------------------------------------------------
+
+@pytest.fixture
+async def profile_switch(testbed, profile_artifacts):
+    """The testbed's switch running the PROFILE program."""
+    async with routed_switch(testbed, profile_artifacts) as sw:
+        yield sw
+
+
+PROFILE_RED_ECN = RedEcn(minth=5, maxth=15, maxp=0.3, wq=0.1, limit=35)
+PROFILE_PIE = Pie(target=0.02, tupdate=0.025, max_burst=0.1, alpha=0.5, beta=5.0,
+                  mark_ecnth=0.5, limit=35)
+
+
+@pytest.mark.p4
+@pytest.mark.root
+@pytest.mark.parametrize("aqm", [PROFILE_RED_ECN, PROFILE_PIE], ids=["red_ecn", "pie"])
+async def test_the_profiles_algorithms_conform_packet_by_packet(profile_switch, testbed,
+                                                                aqm):
+    """Why one profile suffices: a profile is "all" minus what the preprocessor leaves out,
+    so an algorithm's control is the same source in every profile, and what a profile
+    changes for it is only the shared parts around it. Left out, a part an algorithm reads
+    is a declaration p4c cannot find (test_each_algorithm_builds_alone); what can change
+    behaviour is a part that is absent but whose absence an algorithm's packets pass
+    through: the verdict without MECN's levels, the parser without TCP and UDP, ingress
+    without arrival numbers or DualPI2's queues, egress without DualPI2's charge. This
+    profile lacks all of them, and runs one algorithm that reads a shared part (RED's
+    ramp) and one that reads none. The parts it keeps are the same source as in "all",
+    where every algorithm's own suite runs (tests/algorithms/)."""
+    run = await run_pattern(profile_switch, testbed, PortConfig(
+        port=PORT, aqm=aqm, link_pps=RATE_PPS, seed=2024, telemetry_interval=0.0))
+    records = check_against_model(run)
+    check_ecn_rules(records)
+    regions, outcomes = tally(records)
+    assert {Region.NONE, Region.A, Region.FORCED} <= set(regions), regions
+    assert {Outcome.PASS, Outcome.MARK, Outcome.PROB_DROP, Outcome.FORCED_DROP} <= \
+        set(outcomes), outcomes
+    assert run.counters.marks_ce > 0 and run.counters.marks_incipient == 0
+
+
+@pytest.mark.p4
+@pytest.mark.root
+@pytest.mark.parametrize("bad", [Codel(), Mecn()], ids=["codel", "mecn"])
+async def test_the_switch_refuses_an_algorithm_its_profile_lacks_and_writes_nothing(
+        profile_switch, bad):
+    """CoDel's control is not in the program; MECN's ramp is (RED's), but not its levels
+    or its action."""
+    good = PortConfig(port=PORT, aqm=PROFILE_RED_ECN, link_pps=RATE_PPS,
+                      telemetry_interval=0.1)
+    await check_refused_without_writes(
+        profile_switch, good, PortConfig(port=PORT, aqm=bad, link_pps=RATE_PPS),
+        f"{bad.action} is not in this switch's program: profile {PROFILE_NAME}")
+
+
+def aqmctl(sock: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([AQMCTL, "--socket", str(sock), *args], capture_output=True,
+                          text=True, timeout=30)
+
+
+@pytest.mark.p4
+@pytest.mark.root
+def test_aqmctl_refuses_an_algorithm_the_switch_lacks_in_one_line(testbed, profile_artifacts,
+                                                                  tmp_path):
+    """`aqmctl set 2 codel` on a switch built without CoDel: one line naming the
+    profile's algorithms and the build command that adds CoDel; the port keeps its
+    algorithm and the change log has no entry for it."""
+    routes = "".join(
+        f'[[route]]\nprefix = "{h.ip}/32"\nport = {p}\nsrc_mac = "{h.gateway_mac}"\n'
+        f'dst_mac = "{h.mac}"\n' for p, h in HOSTS.items())
+    config = tmp_path / "aqm.toml"
+    config.write_text(
+        f'switch = "{testbed.switch.config.grpc_address}"\n'
+        f'build = "{profile_artifacts.bmv2_json.parent}"\n'
+        f'netns = "{testbed.switch_ns.name}"\n'
+        f'[[port]]\nport = 1\nlink_pps = 5000\nalgorithm = "none"\n'
+        f'[[port]]\nport = {PORT}\nlink_pps = 200\nalgorithm = "pie"\n{routes}')
+    sock = tmp_path / "aqm.sock"
+    with open(tmp_path / "aqmctl-serve.log", "w") as log:
+        serve = subprocess.Popen([AQMCTL, "--socket", str(sock), "serve", str(config)],
+                                 stdout=log, stderr=subprocess.STDOUT)
+        try:
+            def connected() -> dict | None:
+                shown = aqmctl(sock, "show", "--json")
+                state = json.loads(shown.stdout) if shown.returncode == 0 else None
+                return state if state and state["connected"] else None
+            before = wait_for(connected, 30.0, "the controller's connection", 0.1)
+            assert before["profile"] == {"name": PROFILE_NAME, "algorithms": ["red_ecn", "pie"]}
+            refused = aqmctl(sock, "set", str(PORT), "codel")
+            assert refused.returncode != 0
+            lines = refused.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("aqmctl: error: codel is not in"), \
+                refused.stderr
+            assert f"profile {PROFILE_NAME} has red_ecn, pie, none" in lines[0]
+            assert "make build ALGORITHMS=red_ecn,codel,pie" in lines[0]
+            after = json.loads(aqmctl(sock, "show", "--json").stdout)
+            assert after["ports"][str(PORT)]["algorithm"] == "pie"
+            events = aqmctl(sock, "events")
+            assert events.returncode == 0 and "codel" not in events.stdout
+            assert aqmctl(sock, "set", str(PORT), "red_ecn").returncode == 0
+            assert f"profile {PROFILE_NAME}" in aqmctl(sock, "show").stdout
+        finally:
+            serve.terminate()
+            serve.wait(10)
