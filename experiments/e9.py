@@ -218,14 +218,18 @@ def figures(runs: Runs, out: Path) -> list[Path]:
     """The rate balance of every configuration, and each class's delay distribution per
     mix of flows."""
     drawn = []
-    balances = [(label, stats.over_folders(m, rate("balance"))) for label, _, m in runs]
-    if any(math.isfinite(b) for _, b in balances):
-        drawn.append(plots.bars([label for label, _ in balances],
-                                {"rate balance (scalable / classic per flow)":
-                                 [b for _, b in balances]},
-                                out / "e9-rate-balance.png",
-                                "E9: a scalable flow's throughput over a classic flow's"))
-    for point, entries in by_point(runs).items():
+    points = by_point(runs)
+    balances = {name: [stats.over_folders(points[p][name], rate("balance"))
+                       if name in points[p] else math.nan for p in points]
+                for name in ALGORITHMS if any(name in ms for ms in points.values())}
+    if any(math.isfinite(b) for values in balances.values() for b in values):
+        drawn.append(plots.grouped_bars(list(points), balances,
+                                        "rate balance (scalable / classic per flow)",
+                                        out / "e9-rate-balance.png",
+                                        "E9: a scalable flow's throughput over a classic "
+                                        "flow's, per mix of classic (c) and scalable (s) "
+                                        "flows (1: equal rates)"))
+    for point, entries in points.items():
         cdfs = {}
         for algorithm, m in entries.items():
             for klass, name in ((CLASSIC, "classic"), (SCALABLE, "L4S")):
