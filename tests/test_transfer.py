@@ -10,12 +10,12 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from experiments.transfer import Handler, Server
 from test_interrupt import REPO
+from waiting import wait_for
 
 SIZE = 200_000
 
@@ -61,12 +61,14 @@ def test_a_failed_transfer_does_not_end_the_client(tmp_path):
 
 def test_a_client_stopped_at_the_run_s_end_keeps_its_transfers(server, tmp_path):
     client = fetch(server, tmp_path / "c.json", count=1_000_000)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        done = json.loads((tmp_path / "c.json").read_text())["transfers"]
-        if len(done) >= 3:
-            break
+
+    def transfers_recorded() -> int:
+        # The client writes its record whole (os.replace), after its own start-up.
+        try:
+            return len(json.loads((tmp_path / "c.json").read_text())["transfers"])
+        except FileNotFoundError:
+            return 0
+    wait_for(lambda: transfers_recorded() >= 3, 30, "3 transfers recorded")
     client.send_signal(signal.SIGINT)
     assert client.wait(10) == 1
     record = json.loads((tmp_path / "c.json").read_text())
