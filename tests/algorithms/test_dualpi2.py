@@ -240,7 +240,8 @@ async def test_strict_priority_and_the_charge_under_an_unresponsive_l_flow(dual_
     assert paced_only["l4s"] + paced_only["classic"] > 1.4 * RATE_PPS
     assert shared["l4s"] + shared["classic"] <= 1.1 * RATE_PPS
     assert shared["classic"] < 0.8 * paced_only["classic"]
-    assert shared["classic_p99_ms"] > 2 * paced_only["classic_p99_ms"]
+    # The median: on a loaded machine a stalled switch puts tens of ms into either's p99.
+    assert shared["classic_p50_ms"] > 2 * paced_only["classic_p50_ms"]
     assert bounded["classic"] > 0.9 * 100 and bounded["l4s"] <= 0.55 * RATE_PPS
 
 
