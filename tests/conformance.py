@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import math
+import warnings
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -53,6 +54,7 @@ class Run:
     records: list[TelemetryRecord]    # in egress order
     received: dict[int, bytes]        # ip id -> IPv4 packet as it left port 2
     counters: PortCounters
+    taken: int                        # frames BMv2 took in (a loaded machine loses some)
 
 
 def five_tuple(frame: bytes) -> FiveTuple:
@@ -97,14 +99,18 @@ async def run_pattern(switch: AqmSwitch, testbed: Testbed, config: PortConfig,
     except asyncio.TimeoutError:
         collector.cancel()  # checked below: every packet egress saw must have its record
     enqueued = await switch.read_enqueued(config.port) - enqueued_before
-    assert enqueued == total, f"BMv2 took in {enqueued} of {total} frames (lost before ingress)"
+    # A loaded machine's BMv2 loses frames before ingress (its receive ring overflows):
+    # outside the program, so the model replays what the switch took in.
+    assert 0 < enqueued <= total, f"BMv2 took in {enqueued} of {total} frames"
+    if enqueued < total:
+        warnings.warn(f"BMv2 took in {enqueued} of {total} frames (lost before ingress)")
     received = {}
     for frame in frames_out:
         ip = bytes(frame[14:])
         received[int.from_bytes(ip[4:6], "big")] = ip
     counters = await switch.read_counters(config.port)
     return Run(program, epoch, sent, flows, sorted(records, key=lambda r: r.pkt_seq), received,
-               counters)
+               counters, enqueued)
 
 
 def replay(run: Run, use_switch_draws: bool = False) -> tuple[list[TelemetryRecord], PortModel]:
@@ -123,19 +129,27 @@ def check_against_model(run: Run, use_switch_draws: bool = False,
     egress saw must still be numbered without gaps, and the gaps in the arrival numbers
     must be exactly the packets without a record. two_queues: DualPI2's L queue (ECT(1),
     CE) overtakes the classic queue, each queue leaving in sending order."""
-    total = len(run.sent)
     n = len(run.records)
     assert [r.pkt_seq for r in run.records] == list(range(1, n + 1)), "telemetry incomplete"
+    recorded = {r.ip_id for r in run.records}
     if not tail_drops:
-        assert n == total, f"telemetry incomplete: {n} of {total} records"
+        assert n == run.taken, f"telemetry incomplete: {n} of {run.taken} records"
         for queue in ((0, 1) if two_queues else (None,)):
             assert [r.ip_id for r in run.records if queue in (None, r.ecn_in & 1)] == \
-                [i for i, ecn in run.sent.items() if queue in (None, ecn & 1)], \
+                [i for i, ecn in run.sent.items()
+                 if i in recorded and queue in (None, ecn & 1)], \
                 "egress order differs from sending"
     if run.records[0].arr_seq:   # the algorithms that record arrival numbers (BLUE, REM)
-        first = run.records[0].arr_seq - run.records[0].ip_id + 1
-        assert all(r.arr_seq == first + r.ip_id - 1 for r in run.records), \
-            "arrival numbers do not follow the sending order"
+        by_id = sorted(run.records, key=lambda r: r.ip_id)
+        arrivals = [r.arr_seq for r in by_id]
+        if run.taken == len(run.sent):   # the k-th frame sent is the k-th arrival
+            first = by_id[0].arr_seq - by_id[0].ip_id + 1
+            assert arrivals == [first + r.ip_id - 1 for r in by_id], \
+                "arrival numbers do not follow the sending order"
+        else:                            # numbered in sending order among those taken in
+            assert arrivals == sorted(set(arrivals)) and (
+                tail_drops or arrivals == list(range(arrivals[0], arrivals[0] + n))), \
+                "arrival numbers do not follow the sending order"
     assert all(Ecn(r.ecn_in) == run.sent[r.ip_id] for r in run.records)
 
     expected, model = replay(run, use_switch_draws)
