@@ -27,6 +27,9 @@ from control_plane.values import ConfigError, shown_input
 ALL = "all"
 NO_AQM = "none"      # every profile forwards a port without AQM (control_plane/aqm.py's NoAqm)
 PROFILE_FILE = "profile.json"
+# The part whose egress clones to DualPI2's charge sessions (the switch installs them only
+# for a program that has it).
+PRIORITY_QUEUES = "PRIORITY_QUEUES"
 
 # The parts algorithms share (each a P4AQM_WITH_<PART> symbol) and what each brings into the
 # program. An algorithm's own part, named like it, is its aqm_config action and its control.
@@ -42,7 +45,7 @@ SHARED_PARTS = {
     "L4_PORTS": "TCP and UDP headers in the parser (AECN's flow classification and the RTT "
                 "tracker read them)",
     "PI2_CONTROL": "PI2's control, pi2_core and pi2_h (aqm/pi2.p4)",
-    "PRIORITY_QUEUES": "DualPI2's L queue in ingress and its charge clone in egress "
+    PRIORITY_QUEUES: "DualPI2's L queue in ingress and its charge clone in egress "
                        "(aqm/dualpi2.p4)",
 }
 

@@ -18,6 +18,7 @@ import pytest
 
 from conformance import PORT, RATE_PPS, check_refused_without_writes
 from testbeds import routed_switch
+from control_plane import dataplane as dp
 from control_plane.algorithms import ALGORITHMS
 from control_plane.aqm import Codel, ConfigError, Mecn, PortConfig, RedEcn
 from control_plane.build import REPO, compile_program, main
@@ -220,6 +221,20 @@ async def test_the_switch_refuses_an_algorithm_its_profile_lacks_and_writes_noth
     await check_refused_without_writes(
         profile_switch, good, PortConfig(port=PORT, aqm=bad, link_pps=RATE_PPS),
         f"{bad.action} is not in this switch's program: profile {PROFILE_NAME}")
+
+
+@pytest.mark.p4
+@pytest.mark.root
+@pytest.mark.parametrize("program, charged", [("pi2", False), ("dualpi2", True)],
+                         indirect=["program"])
+async def test_dualpi2_s_clone_sessions_come_only_with_its_queues(switch, testbed, charged):
+    """Every program clones telemetry to the CPU; only one with DualPI2's queues clones a
+    charge (to the port, and to the CPU too when exported): a PI2 program, PI2's control
+    without those queues, has no session for it."""
+    sessions = {e.session_id async for e in switch.sw.read(fy.P4CloneSessionEntry())}
+    charge = {base + port for base in (dp.CHARGE_SESSIONS, dp.CHARGE_EXPORT_SESSIONS)
+              for port in testbed.ports}
+    assert sessions == {dp.TELEMETRY_SESSION} | (charge if charged else set())
 
 
 def aqmctl(sock: Path, *args: str) -> subprocess.CompletedProcess:
