@@ -77,8 +77,7 @@ def build_command(profile: "Profile") -> str:
     """The make command that builds a profile, and where it goes."""
     if profile.name == ALL:
         return "make build (into build/)"
-    return (f"make build ALGORITHMS={','.join(profile.algorithms) or NO_AQM} (into "
-            f"build/profiles/{profile.name}/)")
+    return f"make build ALGORITHMS={profile.listed} (into build/profiles/{profile.name}/)"
 
 
 @dataclass(frozen=True)
@@ -98,6 +97,11 @@ class Profile:
         return cls("-".join(ordered) or NO_AQM, ordered)
 
     @classmethod
+    def named(cls, name: str) -> "Profile":
+        """The profile of a name Profile.of gave ("all", "none", algorithms joined by '-')."""
+        return cls.parse(name.replace("-", ","))
+
+    @classmethod
     def parse(cls, text: str) -> "Profile":
         """--algorithms: comma-separated names, "all", or "none" (the no-AQM path only)."""
         names = [n.strip() for n in text.split(",")]
@@ -110,6 +114,13 @@ class Profile:
         if ALL in names:
             return ALL_PROFILE
         return cls.of(n for n in names if n != NO_AQM)
+
+    @property
+    def listed(self) -> str:
+        """The algorithms as --algorithms (and Profile.parse) takes them."""
+        if self.name == ALL:
+            return ALL
+        return ",".join(self.algorithms) or NO_AQM
 
     @property
     def parts(self) -> tuple[str, ...]:
