@@ -46,7 +46,7 @@ SHARED_PARTS = {
                 "tracker read them)",
     "PI2_CONTROL": "PI2's control, pi2_core and pi2_h (aqm/pi2.p4)",
     PRIORITY_QUEUES: "DualPI2's L queue in ingress and its charge clone in egress "
-                       "(aqm/dualpi2.p4)",
+                     "(aqm/dualpi2.p4)",
 }
 
 # The one table of what each algorithm needs: its own part, then shared ones.

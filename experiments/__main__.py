@@ -471,9 +471,8 @@ def main(argv: list[str] | None = None) -> int:
         description="Run one experiment into OUT/NAME/<time>/: compile the P4 program into "
                     "its build/ (the smallest build profile that holds the algorithms of the "
                     "runs planned, after --only: each bottleneck's AQM and the other ports' "
-                    "DropTail; "
-                    "`--factor program=all` compiles every algorithm's), run each run on it, "
-                    "and write summary.md, which names the program (as each run's "
+                    "DropTail; `--factor program=all` compiles every algorithm's), run each "
+                    "run on it, and write summary.md, which names the program (as each run's "
                     "config.json and build/profile.json do).")
     go.add_argument("--out", type=Path, default=Path("results"))
     go.add_argument("--dask", metavar="SCHEDULER",
