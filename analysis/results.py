@@ -103,6 +103,8 @@ def run_metrics(folder: Path) -> dict:
     start, end = config["measure_from"], config.get("measure_until") or config["duration"]
     out: dict = {"label": config["label"], "seed": config.get("seed", 1),
                  "factors": [list(f) for f in config.get("factors", [])],
+                 # The switches' build profile (experiments/spec.py), "all" before profiles.
+                 "program": config.get("program", "all"),
                  "algorithm": config["aqm"]["type"],
                  "loop": (config["loop"] or {}).get("kind"), "window_s": [start, end]}
     drop_at = dict(config.get("factors", [])).get("drop", "dequeue")   # experiments/factors.py

@@ -1,11 +1,13 @@
 """Compile p4src/ with p4c (bmv2, v1model) into BMv2 JSON and P4Info (text and binary).
 
-    python -m control_plane.build [--out build] [--drop-at enqueue] [--algorithms red,mecn]
+    python -m control_plane.build [--out build | --into FOLDER] [--drop-at enqueue]
+                                  [--algorithms red,mecn]
 
 `--drop-at enqueue` builds the variant whose AQM runs in ingress, before the queue
 (p4src/include/control/queue_at_arrival.p4): the experiments' `--factor drop=enqueue`.
 `--algorithms` builds a profile with only those algorithms (control_plane/profiles.py)
-into <out>/profiles/<name>/; the default, "all", builds into <out>/ itself.
+into <out>/profiles/<name>/; the default, "all", builds into <out>/ itself. `--into`
+builds into that folder whatever the profile (an experiment's run folder's build/).
 
 `make build` runs this; the tests call compile_program() into their own folder.
 """
@@ -77,8 +79,11 @@ def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "build",
-                        help="the build folder (a profile builds into its profiles/<name>/)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=REPO / "build",
+                       help="the build folder (a profile builds into its profiles/<name>/)")
+    where.add_argument("--into", type=Path,
+                       help="this folder itself, whatever the profile")
     parser.add_argument("--drop-at", choices=tuple(DROP_AT), default="dequeue",
                         help="where the AQM drops: as the packet leaves its queue (egress, "
                              "the default) or before it enters (ingress)")
@@ -90,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         profile = Profile.parse(args.algorithms)
         print(f"building profile {profile.name}: {', '.join(profile.algorithms) or 'no AQM'}",
               flush=True)
-        artifacts = compile_program(profile.folder(args.out), drop_at=args.drop_at,
-                                    profile=profile)
+        artifacts = compile_program(args.into or profile.folder(args.out),
+                                    drop_at=args.drop_at, profile=profile)
     except (toolchain.ToolMissing, CompileError, ConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

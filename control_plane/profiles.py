@@ -27,6 +27,9 @@ from control_plane.values import ConfigError, shown_input
 ALL = "all"
 NO_AQM = "none"      # every profile forwards a port without AQM (control_plane/aqm.py's NoAqm)
 PROFILE_FILE = "profile.json"
+# The part whose egress clones to DualPI2's charge sessions (the switch installs them only
+# for a program that has it).
+PRIORITY_QUEUES = "PRIORITY_QUEUES"
 
 # The parts algorithms share (each a P4AQM_WITH_<PART> symbol) and what each brings into the
 # program. An algorithm's own part, named like it, is its aqm_config action and its control.
@@ -42,8 +45,8 @@ SHARED_PARTS = {
     "L4_PORTS": "TCP and UDP headers in the parser (AECN's flow classification and the RTT "
                 "tracker read them)",
     "PI2_CONTROL": "PI2's control, pi2_core and pi2_h (aqm/pi2.p4)",
-    "PRIORITY_QUEUES": "DualPI2's L queue in ingress and its charge clone in egress "
-                       "(aqm/dualpi2.p4)",
+    PRIORITY_QUEUES: "DualPI2's L queue in ingress and its charge clone in egress "
+                     "(aqm/dualpi2.p4)",
 }
 
 # The one table of what each algorithm needs: its own part, then shared ones.
@@ -74,8 +77,7 @@ def build_command(profile: "Profile") -> str:
     """The make command that builds a profile, and where it goes."""
     if profile.name == ALL:
         return "make build (into build/)"
-    return (f"make build ALGORITHMS={','.join(profile.algorithms) or NO_AQM} (into "
-            f"build/profiles/{profile.name}/)")
+    return f"make build ALGORITHMS={profile.listed} (into build/profiles/{profile.name}/)"
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,11 @@ class Profile:
         return cls("-".join(ordered) or NO_AQM, ordered)
 
     @classmethod
+    def named(cls, name: str) -> "Profile":
+        """The profile of a name Profile.of gave ("all", "none", algorithms joined by '-')."""
+        return cls.parse(name.replace("-", ","))
+
+    @classmethod
     def parse(cls, text: str) -> "Profile":
         """--algorithms: comma-separated names, "all", or "none" (the no-AQM path only)."""
         names = [n.strip() for n in text.split(",")]
@@ -107,6 +114,13 @@ class Profile:
         if ALL in names:
             return ALL_PROFILE
         return cls.of(n for n in names if n != NO_AQM)
+
+    @property
+    def listed(self) -> str:
+        """The algorithms as --algorithms (and Profile.parse) takes them."""
+        if self.name == ALL:
+            return ALL
+        return ",".join(self.algorithms) or NO_AQM
 
     @property
     def parts(self) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from control_plane import dataplane as dp
 from control_plane.aqm import TABLE_ENTRIES, ConfigError, PortConfig, PortProgram
 from control_plane.build import Artifacts
 from control_plane.golden import PortCounters
-from control_plane.profiles import Profile
+from control_plane.profiles import PRIORITY_QUEUES, Profile
 from control_plane.rtt_tracker import RttEvent
 from control_plane.telemetry import TelemetryRecord
 
@@ -189,16 +189,19 @@ class AqmSwitch:
 
     async def install_base(self) -> None:
         """After a pipeline push the tables are empty: forget what was installed, install
-        the clone sessions (telemetry's, and each port's two for DualPI2's charge). on_ready
-        must call this first (under the caller's lock)."""
+        the clone sessions (telemetry's, and, where the program has DualPI2's queues, each
+        port's two for its charge). on_ready must call this first (under the caller's
+        lock)."""
         self._installed.clear()
         self._dirty.clear()
         self._tracking = False
         sessions = [+fy.P4CloneSessionEntry(dp.TELEMETRY_SESSION, replicas=[(dp.CPU_PORT, 1)])]
-        for port in sorted(self.ports):
-            sessions += [+fy.P4CloneSessionEntry(dp.CHARGE_SESSIONS + port, replicas=[(port, 1)]),
-                         +fy.P4CloneSessionEntry(dp.CHARGE_EXPORT_SESSIONS + port,
-                                                 replicas=[(dp.CPU_PORT, 1), (port, 1)])]
+        if PRIORITY_QUEUES in self.profile.parts:   # only its egress clones to them
+            for port in sorted(self.ports):
+                sessions += [
+                    +fy.P4CloneSessionEntry(dp.CHARGE_SESSIONS + port, replicas=[(port, 1)]),
+                    +fy.P4CloneSessionEntry(dp.CHARGE_EXPORT_SESSIONS + port,
+                                            replicas=[(dp.CPU_PORT, 1), (port, 1)])]
         await self.sw.write(sessions)
 
     def installed(self, port: int) -> PortProgram | None:

@@ -30,6 +30,7 @@ from rich.table import Table
 from analysis.results import run_metrics
 from control_plane import toolchain
 from control_plane.build import Artifacts, CompileError
+from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from experiments.base import REPEAT, Experiment, PlanOptions, configurations
 from experiments.catalog import EXPERIMENTS
 from experiments import factors, publish, sweep
@@ -62,7 +63,7 @@ def markdown_table(rows: list[dict]) -> list[str]:
 
 
 def write_summary(folder: Path, experiment: Experiment, rows: list[dict], figures: list[Path],
-                  claims: list[dict], timing: str, changed: str = "") -> None:
+                  claims: list[dict], timing: str, changed: str = "", program: str = "") -> None:
     if rows:
         with open(folder / "summary.csv", "w", newline="") as f:
             columns = list(dict.fromkeys(k for row in rows for k in row))
@@ -70,6 +71,8 @@ def write_summary(folder: Path, experiment: Experiment, rows: list[dict], figure
             writer.writeheader()
             writer.writerows(rows)
     lines = [f"# {experiment.title}", "", f"Scaling: {experiment.scaling}", ""]
+    if program:
+        lines += [program, ""]
     if changed:
         lines += [f"Changed in every run: {changed}", ""]
     if experiment.claims:
@@ -117,12 +120,14 @@ def program(bmv2_json: Path) -> dict:
     return strip(json.loads(bmv2_json.read_text()))
 
 
-def compile_in_session(out: Path, drop_at: str = "dequeue") -> Artifacts:
-    """control_plane.build in a process group of its own, ended whole if interrupted (p4c's
-    driver runs the preprocessor and the compiler as processes of their own)."""
+def compile_in_session(out: Path, drop_at: str = "dequeue",
+                       profile: Profile = ALL_PROFILE) -> Artifacts:
+    """control_plane.build into `out` itself, in a process group of its own, ended whole if
+    interrupted (p4c's driver runs the preprocessor and the compiler as processes of their
+    own)."""
     with GUARD.deferred():
-        build = subprocess.Popen([sys.executable, "-m", "control_plane.build", "--out", str(out),
-                                  "--drop-at", drop_at],
+        build = subprocess.Popen([sys.executable, "-m", "control_plane.build", "--into", str(out),
+                                  "--drop-at", drop_at, "--algorithms", profile.listed],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                  start_new_session=True)
         try:
@@ -148,9 +153,15 @@ def wait_for_group(pgid: int, timeout: float = 5.0) -> None:
         time.sleep(0.02)
 
 
+def plan_program(specs: list[RunSpec]) -> Profile:
+    """The program a plan's runs name (Experiment.runs gives them all the same)."""
+    return Profile.named(specs[0].program)
+
+
 def resumable(folder: Path, name: str, specs: list[RunSpec], drop_at: str = "dequeue") -> Artifacts:
-    """The folder's own build, after checking that the program compiles to it today (so
-    the resumed runs run the same switch) and that its runs belong to this plan."""
+    """The folder's own build, after checking that its runs belong to this plan, that it is
+    the program the plan names (its build profile), and that this program compiles to it
+    today (so the resumed runs run the same switch)."""
     if not (folder / "build").is_dir():
         raise ResumeError(f"{folder}: not a run folder of `experiments run` (no build/)")
     planned = {spec.folder: spec for spec in specs}
@@ -165,8 +176,14 @@ def resumable(folder: Path, name: str, specs: list[RunSpec], drop_at: str = "deq
                               f"({ran.get('experiment')} {ran.get('label')}"
                               f"{ran_with(ran)}): resume with the options it ran with")
     artifacts = Artifacts.in_folder(folder / "build")
+    if not artifacts.exist():
+        raise ResumeError(f"{folder}: no compiled program in its build/")
+    profile, built = plan_program(specs), Profile.of_p4info(artifacts.p4info_txt)
+    if built.name != profile.name:
+        raise ResumeError(f"{folder}: its runs ran program {built.name}, these options plan "
+                          f"{profile.name}: resume with the options they ran with")
     with tempfile.TemporaryDirectory() as tmp:
-        today = compile_in_session(Path(tmp), drop_at)
+        today = compile_in_session(Path(tmp), drop_at, profile)
         if program(today.bmv2_json) != program(artifacts.bmv2_json):
             raise ResumeError(f"{folder}: the P4 program changed since these runs; "
                               "start a new run")
@@ -174,9 +191,10 @@ def resumable(folder: Path, name: str, specs: list[RunSpec], drop_at: str = "deq
 
 
 def ran_with(config: dict) -> str:
-    """", factors NAME=VALUE..." for a run whose config.json records factors."""
+    """", factors NAME=VALUE..." for a run whose config.json records factors, and its
+    program."""
     changed = factors.describe(config.get("factors", []), meanings=False)
-    return f", factors {changed}" if changed else ""
+    return (f", factors {changed}" if changed else "") + f", program {config.get('program', ALL)}"
 
 
 def resume_command(name: str, folder: Path, opts: PlanOptions, dask: str | None = None) -> str:
@@ -255,10 +273,12 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
                 shutil.rmtree(folder / spec.folder)
         console.print(f"resuming {folder}: {len(done)} runs done, {len(specs)} to go")
     else:
-        artifacts = compile_in_session(folder / "build", factors.drop_point(opts.factors))
+        artifacts = compile_in_session(folder / "build", factors.drop_point(opts.factors),
+                                       plan_program(planned))
     repeat = opts.repeat or experiment.repeat
     console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs "
-                  f"({repeat} per configuration) -> {folder}")
+                  f"({repeat} per configuration) on profile {plan_program(planned).name} "
+                  f"-> {folder}")
     failures: list[str] = []
 
     def collect(spec: RunSpec, took: float) -> None:
@@ -323,6 +343,11 @@ def run_one(name: str, label: str, seed: int, build: Path, into: Path, opts: Pla
     if not artifacts.exist():
         print(f"experiments: {build}: no compiled program (p4aqm.json, p4info)", file=sys.stderr)
         return 2
+    built = Profile.of_p4info(artifacts.p4info_txt).name
+    if built != spec.program:
+        print(f"experiments: {build}: program {built}, but {spec.folder} runs {spec.program}",
+              file=sys.stderr)
+        return 2
     phase(f"run {spec.label} (starting)")
     Run(spec, into / spec.folder, artifacts, None, log_level).execute()
     phase(f"run {spec.label} (computing its metrics)")
@@ -330,12 +355,29 @@ def run_one(name: str, label: str, seed: int, build: Path, into: Path, opts: Pla
     return 0
 
 
+def program_line(results: list[tuple[str, Path, dict]]) -> str:
+    """The program the runs ran (their config.json's build profile)."""
+    labels: dict[str, list[str]] = {}
+    for label, _, m in results:
+        labels.setdefault(m.get("program", ALL), []).append(label)
+    if len(labels) > 1:
+        return "Programs: " + "; ".join(f"profile {name} ({', '.join(runs)})"
+                                        for name, runs in labels.items())
+    name = next(iter(labels))
+    if name == ALL:
+        return "Program: profile all (every algorithm)"
+    return (f"Program: profile {name} (the smallest build profile with the runs' algorithms: "
+            f"{', '.join(Profile.named(name).algorithms) or 'none'})")
+
+
 def summarise(experiment: Experiment, folder: Path, results: list[tuple[str, Path, dict]],
               timing: str = "") -> None:
     rows, figures = experiment.report(results, folder)
     claims = experiment.verdicts(results) if experiment.verdicts else []
     changed = factors.describe(results[0][2].get("factors", []))
-    write_summary(folder, experiment, rows, figures, claims, timing, changed)
+    program = program_line(results)
+    write_summary(folder, experiment, rows, figures, claims, timing, changed, program)
+    console.print(program)
     if changed:
         console.print(f"Changed in every run: {changed}")
     for block in blocks(rows):
@@ -424,7 +466,14 @@ def main(argv: list[str] | None = None) -> int:
                       help="change every run: " + "; ".join(
                           f"{name}: {f.what}" for name, f in factors.FACTORS.items()))
     plan.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
-    go = sub.add_parser("run", parents=[plan], help="run one experiment")
+    go = sub.add_parser(
+        "run", parents=[plan], help="run one experiment",
+        description="Run one experiment into OUT/NAME/<time>/: compile the P4 program into "
+                    "its build/ (the smallest build profile that holds the algorithms of the "
+                    "runs planned, after --only: each bottleneck's AQM and the other ports' "
+                    "DropTail; `--factor program=all` compiles every algorithm's), run each "
+                    "run on it, and write summary.md, which names the program (as each run's "
+                    "config.json and build/profile.json do).")
     go.add_argument("--out", type=Path, default=Path("results"))
     go.add_argument("--dask", metavar="SCHEDULER",
                     help="run the runs on a Dask cluster, one per worker machine: a "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -73,11 +73,14 @@ class Experiment:
 
     def runs(self, opts: PlanOptions) -> list[RunSpec]:
         """The plan, each configuration repeated with seeds 1..N, repeats of a configuration
-        together."""
+        together, each run naming the program they all run (factors.program: the smallest
+        build profile that holds the algorithms of these runs, `--only` leaving some out)."""
         n = opts.repeat or self.repeat
-        return [factors.apply(spec, opts.factors).repeat(seed)
-                for spec in self.plan(opts) for seed in range(1, n + 1)
-                if opts.only is None or fnmatch.fnmatchcase(spec.label, opts.only)]
+        specs = [factors.apply(spec, opts.factors).repeat(seed)
+                 for spec in self.plan(opts) for seed in range(1, n + 1)
+                 if opts.only is None or fnmatch.fnmatchcase(spec.label, opts.only)]
+        program = factors.program(opts.factors, specs).name
+        return [replace(spec, program=program) for spec in specs]
 
 
 # ----- seed 001's adaptive queues (E3, E4) -----------------------------------------------

@@ -13,11 +13,14 @@ from typing import Callable, Iterable, Sequence
 
 from control_plane.aqm import Newque, Pi
 from control_plane.build import DROP_AT
+from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from experiments.spec import TRANSPORTS, RunSpec
 from topologies.dumbbell import DumbbellSpec
 
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
 DROP_POINTS = tuple(DROP_AT)
+SMALLEST = "profile"
+PROGRAMS = (SMALLEST, ALL)
 
 
 class FactorError(ValueError):
@@ -172,10 +175,23 @@ def _drop(value: str) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def _program(value: str) -> Callable[[RunSpec], RunSpec]:
+    return lambda spec: spec    # the program is the change (program(), Experiment.runs)
+
+
 def drop_point(factors: tuple[tuple[str, str], ...]) -> str:
-    """Where the plan's program drops (control_plane.build's --drop-at): the one factor
-    that changes the compiled program rather than the runs."""
+    """Where the plan's program drops (control_plane.build's --drop-at): a factor that
+    changes the compiled program rather than the runs."""
     return dict(factors).get("drop", "dequeue")
+
+
+def program(factors: tuple[tuple[str, str], ...], specs: Iterable[RunSpec]) -> Profile:
+    """The plan's program (control_plane.build's --algorithms): the smallest build profile
+    that holds every run's algorithms, or "all" (--factor program=all), the other factor
+    that changes the compiled program rather than the runs."""
+    if dict(factors).get("program", SMALLEST) == ALL:
+        return ALL_PROFILE
+    return Profile.of(a for spec in specs for a in spec.algorithms)
 
 
 def _number(low: float, high: float, kind=float):
@@ -249,6 +265,10 @@ FACTORS: dict[str, Factor] = {
     "drop": Factor("where the AQM drops: dequeue (egress, BMv2's service slot spent) or "
                    "enqueue (ingress, before the queue, as Linux and ns-2)",
                    _choice(DROP_POINTS), _drop),
+    "program": Factor("the switches' program: profile (the smallest build profile holding "
+                      "the plan's algorithms, the default) or all (every algorithm's, as "
+                      "before profiles: BMv2 pays per packet for what a program holds)",
+                      _choice(PROGRAMS), _program),
 }
 
 

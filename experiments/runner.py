@@ -39,11 +39,11 @@ from pathlib import Path
 
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
-from control_plane.aqm import Aecn, Aqm, DropTail, PortConfig
+from control_plane.aqm import Aecn, Aqm, PortConfig
 from control_plane.build import REPO, Artifacts
 from control_plane.controller import Controller, PortView, Route
 from control_plane.toolchain import find
-from experiments.spec import RunSpec
+from experiments.spec import OTHER_PORTS, WIDE_QUEUE, RunSpec
 from topologies.cleanup import GUARD
 from topologies.dumbbell import Dumbbell, DumbbellSpec
 from topologies.nodes import SwitchPlan
@@ -55,8 +55,6 @@ IPERF_BASE_PORT = 5201
 GRACE = 20.0
 READY_TIMEOUT = 15.0   # s for a server to say it listens
 TRANSFER_PORT = 8000
-# Queues other than the bottleneck never drop (seed 004: "adequately provisioned").
-WIDE_QUEUE = 10_000
 
 
 def phase(where: str) -> None:
@@ -315,7 +313,7 @@ class Run:
                                     telemetry_interval=spec.telemetry_interval)
                 ports[port] = PortView(config, loop=spec.loop)
             else:
-                ports[port] = PortView(PortConfig(port=port, aqm=DropTail(limit=WIDE_QUEUE),
+                ports[port] = PortView(PortConfig(port=port, aqm=OTHER_PORTS,
                                                   link_pps=10 * bn.pps))
         ctl = Controller(plan.node.grpc_address, self.artifacts, ports,
                          [Route(*route) for route in plan.routes],

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from control_plane.aqm import Aqm
+from control_plane.aqm import Aqm, DropTail
 from control_plane.controller import LoopSpec
+from control_plane.profiles import ALL
 from topologies.dumbbell import DumbbellSpec
 from topologies.parking_lot import ParkingLotSpec
 
 
 TRANSPORTS = ("kernel", "mecn", "rfc3168", "scalable")
+# Queues other than the bottleneck never drop (seed 004: "adequately provisioned"); their
+# ports run DropTail at that limit.
+WIDE_QUEUE = 10_000
+OTHER_PORTS = DropTail(limit=WIDE_QUEUE)
 
 
 @dataclass(frozen=True)
@@ -63,11 +68,19 @@ class RunSpec:
     rate_steps: tuple[tuple[float, float], ...] = ()
     # The window's end for the metrics (None: the run's end), e.g. before a rate step.
     measure_until: float | None = None
+    # The switches' program: the build profile its plan compiled (factors.program), "all"
+    # for a run recorded before profiles.
+    program: str = ALL
 
     @property
     def folder(self) -> str:
         """The run's folder name: one per configuration and repeat."""
         return f"{self.label}.s{self.seed}"
+
+    @property
+    def algorithms(self) -> set[str]:
+        """What the run's switches run: the bottleneck's AQM, and the other ports'."""
+        return {self.aqm.action, OTHER_PORTS.action}
 
     def repeat(self, seed: int) -> "RunSpec":
         return replace(self, seed=seed, topology=replace(self.topology, seed=seed))

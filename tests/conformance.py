@@ -28,6 +28,7 @@ from control_plane.algorithms.base import FiveTuple
 from control_plane.aqm import ConfigError, PortConfig, PortProgram
 from control_plane.dataplane import ECN_LEVEL, Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortCounters, PortModel
+from control_plane.profiles import ALL
 from control_plane.switch import AqmSwitch
 from control_plane.telemetry import TelemetryRecord
 from topologies.testbed import Testbed
@@ -43,6 +44,19 @@ QUEUE_DEPTH = 5000
 # idle, then isolated packets that each find the queue empty (idle decay).
 PATTERN = (paced(240, 1.0) + paced(120, 0.5) + [(0, 0.3)] + paced(300, 0.2)
            + [(0, 0.5)] + paced(40, 0.3))
+
+
+def programs(profiles: dict[str, str], cases: dict[str, tuple] | None = None) -> list:
+    """An algorithm's packet-by-packet test's parameters, the switch's program last
+    (conftest.py's `program`, indirect): every case (id -> its other parameters; None: the
+    test has none) on the default build, "all", and each case `profiles` names once more
+    on its algorithm's one-algorithm build profile (case id -> algorithm; id
+    "profile-<algorithm>"). A profile is "all" without the parts its algorithm does not
+    need (control_plane/profiles.py): its packets must still pass as the model says."""
+    cases = {ALL: ()} if cases is None else cases
+    return ([pytest.param(*values, ALL, id=case) for case, values in cases.items()]
+            + [pytest.param(*cases[case], algorithm, id=f"profile-{algorithm}")
+               for case, algorithm in profiles.items()])
 
 
 @dataclass

@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from control_plane import toolchain
-from control_plane.build import compile_program
+from control_plane import build, toolchain
+from control_plane.build import Artifacts, compile_program
+from control_plane.profiles import ALL, Profile
 from testbeds import hosts_testbed, routed_switch, skip_reason_for_switch
 
 # finsy logs every stream event at INFO.
@@ -51,6 +53,42 @@ def artifacts(tmp_path_factory):
     return compile_program(tmp_path_factory.mktemp("p4build"))
 
 
+class ProfileBuilds:
+    """Build profiles compiled once per session, each as `python -m control_plane.build
+    --algorithms NAMES --out ROOT` compiles it (into ROOT/profiles/<name>/): the build
+    tests check what it made, switches run it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._built: dict[str, Artifacts] = {}
+
+    def get(self, algorithms: str) -> Artifacts:
+        profile = Profile.parse(algorithms)
+        if profile.name not in self._built:
+            if build.main(["--out", str(self.root), "--algorithms", algorithms]) != 0:
+                pytest.fail(f"python -m control_plane.build --algorithms {algorithms} "
+                            "failed (its error is in the captured stderr)")
+            self._built[profile.name] = Artifacts.in_folder(profile.folder(self.root))
+        return self._built[profile.name]
+
+
+@pytest.fixture(scope="session")
+def profile_builds(tmp_path_factory) -> ProfileBuilds:
+    reason = toolchain.missing("p4c")
+    if reason:
+        pytest.skip(f"needs p4c: {reason}")
+    return ProfileBuilds(tmp_path_factory.mktemp("p4profiles"))
+
+
+@pytest.fixture
+def program(request, artifacts, profile_builds) -> Artifacts:
+    """What the switch fixtures run: the default build ("all"), or the build profile of
+    the algorithms a test names (`@pytest.mark.parametrize("program", ["red_ecn"],
+    indirect=True)`; conformance.py's programs() gives an algorithm's test both)."""
+    algorithms = getattr(request, "param", ALL)
+    return artifacts if algorithms == ALL else profile_builds.get(algorithms)
+
+
 @pytest.fixture
 def testbed(tmp_path, artifacts):
     with hosts_testbed(tmp_path) as bed:
@@ -58,8 +96,8 @@ def testbed(tmp_path, artifacts):
 
 
 @pytest.fixture
-async def switch(testbed, artifacts):
-    async with routed_switch(testbed, artifacts) as sw:
+async def switch(testbed, program):
+    async with routed_switch(testbed, program) as sw:
         yield sw
 
 
@@ -71,8 +109,8 @@ def dual_testbed(tmp_path, artifacts):
 
 
 @pytest.fixture
-async def dual_switch(dual_testbed, artifacts):
-    async with routed_switch(dual_testbed, artifacts) as sw:
+async def dual_switch(dual_testbed, program):
+    async with routed_switch(dual_testbed, program) as sw:
         yield sw
 
 

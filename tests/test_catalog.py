@@ -1,6 +1,6 @@
 """The catalog of experiments: every experiment module listed, every plan valid and recorded
-as resume and sweep workers compare it, and every report drawn from any subset of runs
-(`--only`)."""
+as resume and sweep workers compare it, run on the smallest build profile that holds its
+runs, and every report drawn from any subset of runs (`--only`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import csv
 import json
 import math
 import pkgutil
+from dataclasses import replace
 from importlib import import_module
 from pathlib import Path
 
@@ -18,8 +19,10 @@ from analysis.results import run_metrics
 from experiments.__main__ import configurations, main
 from experiments.base import PlanOptions, line_figure
 from experiments.catalog import EXPERIMENTS
+from control_plane.profiles import ALL
+from experiments.__main__ import plan_program
 from experiments.runner import jsonable
-from experiments.spec import RunSpec
+from experiments.spec import OTHER_PORTS, RunSpec
 from test_metrics import counter_row
 
 # The option sets that shape plans differently.
@@ -52,6 +55,29 @@ def test_every_plan_is_valid_and_recorded_as_it_is_compared(name):
             assert spec.experiment == name      # its runs' folders say whose they are
             # config.json, read back, equals the plan's spec: resume and workers compare them.
             assert json.loads(json.dumps(jsonable(spec))) == jsonable(spec), spec.folder
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_every_plan_runs_the_smallest_profile_that_holds_its_runs(name):
+    """Every run names the plan's one program: a build profile with each run's bottleneck
+    AQM and the other ports' (what the controller configures, and would refuse if the
+    program lacked it), and no algorithm no run uses; `--factor program=all` makes it
+    "all"."""
+    experiment = EXPERIMENTS[name]
+    for opts in OPTIONS:
+        runs = experiment.runs(opts)
+        assert len({spec.program for spec in runs}) == 1, f"{name}: several programs"
+        profile = plan_program(runs)
+        for spec in runs:
+            profile.check(spec.aqm.action)
+            profile.check(OTHER_PORTS.action)
+        used = {spec.aqm.action for spec in runs} | {OTHER_PORTS.action}
+        assert set(profile.algorithms) == used, f"{name} with {opts}: {profile.name}"
+        assert profile.name != ALL     # no experiment runs every algorithm
+        alone = experiment.runs(replace(opts, only=runs[0].label))   # --only narrows it
+        assert set(plan_program(alone).algorithms) == {runs[0].aqm.action, OTHER_PORTS.action}
+        everything = experiment.runs(replace(opts, factors=(("program", ALL),)))
+        assert {spec.program for spec in everything} == {ALL}
 
 
 TELEMETRY = ("t", "avg", "qdepth", "prob", "sojourn_ms", "pmax", "group", "rtt_ms")

@@ -1,4 +1,5 @@
-"""python -m experiments: resuming an interrupted run folder keeps what finished and only that."""
+"""python -m experiments: a run folder's build is its plan's program, and resuming an
+interrupted run folder keeps what finished and only that."""
 
 from __future__ import annotations
 
@@ -7,15 +8,20 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import finsy as fy
 import pytest
 
-from experiments.__main__ import ResumeError, finished, resumable
+from control_plane import toolchain
+from control_plane.profiles import PROFILE_FILE, Profile
+from experiments.__main__ import (ResumeError, compile_in_session, finished, plan_program,
+                                  resumable)
 from experiments import factors
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
 from experiments.runner import jsonable
 
 SPECS = EXPERIMENTS["e5"].plan(PlanOptions())
+SMOKE_AT_ENQUEUE = EXPERIMENTS["smoke"].runs(PlanOptions(factors=(("drop", "enqueue"),)))
 
 
 def ran(folder, spec, metrics=True, config=None):
@@ -34,14 +40,15 @@ def test_a_run_counts_as_finished_only_with_its_metrics_and_the_same_spec(tmp_pa
 
 
 def test_a_run_recorded_before_a_field_existed_is_still_finished(tmp_path):
-    """config.json written before RunSpec had rate_steps and measure_until: the spec that
-    leaves them at their defaults is the one it ran."""
+    """config.json written before RunSpec had rate_steps, measure_until and program: the
+    spec that leaves them at their defaults is the one it ran (the program "all")."""
     older = {k: v for k, v in jsonable(SPECS[0]).items()
-             if k not in ("rate_steps", "measure_until")}
+             if k not in ("rate_steps", "measure_until", "program")}
     ran(tmp_path, SPECS[0], config=older)
     assert finished(tmp_path, SPECS[0])
     stepped = replace(SPECS[0], rate_steps=((10.0, 0.5),))
     assert not finished(tmp_path, stepped)
+    assert not finished(tmp_path, replace(SPECS[0], program="droptail-red_ecn"))
 
 
 @pytest.fixture
@@ -85,6 +92,49 @@ def test_resume_refuses_another_experiment_s_folder(folder):
 def test_resume_refuses_a_folder_without_a_build(tmp_path):
     with pytest.raises(ResumeError, match="no build"):
         resumable(tmp_path, "e5", SPECS)
+    (tmp_path / "build").mkdir()
+    with pytest.raises(ResumeError, match="no compiled program in its build/"):
+        resumable(tmp_path, "e5", SPECS)
+
+
+@pytest.fixture(scope="module")
+def smoke_folder(tmp_path_factory):
+    """A run folder with the build `experiments run smoke --factor drop=enqueue` makes."""
+    reason = toolchain.missing("p4c")
+    if reason:
+        pytest.skip(f"needs p4c: {reason}")
+    folder = tmp_path_factory.mktemp("smoke")
+    compile_in_session(folder / "build", "enqueue", plan_program(SMOKE_AT_ENQUEUE))
+    return folder
+
+
+@pytest.mark.p4
+def test_a_run_folder_builds_its_plan_s_profile_where_its_factor_drops(smoke_folder):
+    """Into build/ itself: the build profile the runs name, its AQM in ingress."""
+    build = smoke_folder / "build"
+    named = SMOKE_AT_ENQUEUE[0].program
+    assert Profile.of_p4info(build / "p4aqm.p4info.txtpb").name == named
+    assert json.loads((build / PROFILE_FILE).read_text())["name"] == named
+    table = fy.P4Schema(build / "p4aqm.p4info.txtpb").tables["aqm_config"]
+    assert table.name.startswith("IngressPipe.")
+
+
+@pytest.mark.p4
+def test_resume_compiles_the_runs_profile_again_and_takes_the_folder_s_build(smoke_folder):
+    assert resumable(smoke_folder, "smoke", SMOKE_AT_ENQUEUE, "enqueue").bmv2_json == \
+        smoke_folder / "build" / "p4aqm.json"
+
+
+@pytest.mark.p4
+def test_resume_refuses_a_folder_built_with_another_profile(tmp_path, artifacts):
+    """A folder of `--factor program=all` (or one from before build profiles) resumed
+    without the factor: refused, naming both programs, before compiling either (with
+    the factor its runs name "all", as SPECS do above)."""
+    shutil.copytree(artifacts.bmv2_json.parent, tmp_path / "build")
+    smoke = EXPERIMENTS["smoke"].runs(PlanOptions())
+    with pytest.raises(ResumeError, match=f"its runs ran program all, these options plan "
+                                          f"{smoke[0].program}: resume with the options"):
+        resumable(tmp_path, "smoke", smoke)
 
 
 def test_resume_refuses_finished_runs_made_with_other_factors(tmp_path):
@@ -94,6 +144,7 @@ def test_resume_refuses_finished_runs_made_with_other_factors(tmp_path):
     changed = factors.apply(SPECS[1], (("buffer", "60"),))
     assert changed.folder == SPECS[1].folder
     ran(tmp_path, changed)
-    with pytest.raises(ResumeError, match="factors buffer=60\\): resume with the options"):
+    with pytest.raises(ResumeError,
+                       match="factors buffer=60, program all\\): resume with the options"):
         resumable(tmp_path, "e5", SPECS)
     assert (tmp_path / changed.folder / "metrics.json").is_file()

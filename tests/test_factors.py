@@ -158,6 +158,17 @@ def test_the_drop_point_changes_the_program_not_the_runs():
         factors.parse(["drop=egress"])
 
 
+def test_the_program_factor_changes_the_program_not_the_runs():
+    plain = runs("e7")
+    everything = runs("e7", "program=all")
+    assert [replace(s, factors=(), program=plain[0].program) for s in everything] == plain
+    assert {s.program for s in everything} == {"all"} != {s.program for s in plain}
+    assert everything[0].factors == (("program", "all"),)
+    assert runs("e7", "program=profile")[0].program == plain[0].program
+    with pytest.raises(factors.FactorError, match="'every' is not one of profile, all"):
+        factors.parse(["program=every"])
+
+
 @pytest.mark.parametrize("aqm", [Codel(), Pie()], ids=["codel", "pie"])
 def test_an_aqm_that_reads_the_sojourn_cannot_drop_at_enqueue(aqm):
     spec = replace(runs("e7")[0], aqm=aqm)

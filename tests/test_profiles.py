@@ -1,6 +1,9 @@
 """Build profiles (control_plane/profiles.py, p4src/include/profile.p4): what each carries,
-how a bad list is refused, that "all" is the program of every part, and a profile on a
-real switch: its algorithms conform packet by packet, the others are refused unwritten."""
+how a bad list is refused, that "all" is the program of every part, that each algorithm
+builds alone, and a profile on a real switch: the algorithms it lacks are refused
+unwritten, DualPI2's clone sessions come only with DualPI2's queues. Each algorithm also
+runs its packet-by-packet test on its own one-algorithm profile (tests/algorithms/, the
+"profile-<algorithm>" cases: conformance.programs)."""
 
 from __future__ import annotations
 
@@ -13,14 +16,12 @@ from pathlib import Path
 import finsy as fy
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, run_pattern, tally)
+from conformance import PORT, RATE_PPS, check_refused_without_writes
 from testbeds import routed_switch
-from control_plane import toolchain
+from control_plane import dataplane as dp
 from control_plane.algorithms import ALGORITHMS
-from control_plane.aqm import Codel, ConfigError, Mecn, Pie, PortConfig, RedEcn
+from control_plane.aqm import Codel, ConfigError, Mecn, PortConfig, RedEcn
 from control_plane.build import REPO, compile_program, main
-from control_plane.dataplane import Outcome, Region
 from control_plane.profiles import (ALL, NEEDS, PROFILE_FILE, SHARED_PARTS, Profile,
                                     build_command)
 from traffic import HOSTS
@@ -98,13 +99,10 @@ def test_a_refusal_names_the_profile_its_algorithms_and_the_command_that_adds_on
 
 # ----- compiled profiles ---------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def profile_artifacts(tmp_path_factory):
-    """The PROFILE program, compiled once for the session."""
-    reason = toolchain.missing("p4c")
-    if reason:
-        pytest.skip(f"needs p4c: {reason}")
-    return compile_program(tmp_path_factory.mktemp("profile"), profile=Profile.parse(PROFILE))
+@pytest.fixture
+def profile_artifacts(profile_builds):
+    """The PROFILE program (compiled once for the session)."""
+    return profile_builds.get(PROFILE)
 
 
 def schema(artifacts) -> fy.P4Schema:
@@ -173,21 +171,30 @@ def test_a_profile_carries_its_algorithms_and_only_the_parts_they_need(profile_a
 
 @pytest.mark.p4
 @pytest.mark.parametrize("algorithm", [*ALGORITHMS, "none"])
-def test_each_algorithm_builds_alone(tmp_path, algorithm):
+def test_each_algorithm_builds_alone(profile_builds, algorithm):
     """A one-algorithm profile compiles (a part its algorithm reads but NEEDS leaves out
     is a declaration p4c cannot find) into build/profiles/<name>/, and its P4Info offers
-    only that algorithm."""
-    reason = toolchain.missing("p4c")
-    if reason:
-        pytest.skip(f"needs p4c: {reason}")
-    assert main(["--out", str(tmp_path), "--algorithms", algorithm]) == 0
-    folder = tmp_path / "profiles" / algorithm
+    only that algorithm. The same build runs the algorithm's packet-by-packet test."""
+    folder = profile_builds.get(algorithm).bmv2_json.parent
+    assert folder == profile_builds.root / "profiles" / algorithm
     profile = Profile.of_p4info(folder / "p4aqm.p4info.txtpb")
     assert profile == Profile.parse(algorithm)
     actions = {a.alias for a in fy.P4Schema(folder / "p4aqm.p4info.txtpb")
                .tables["aqm_config"].actions}
     assert actions == {"no_aqm"} | ({algorithm} - {"none"})
     assert json.loads((folder / PROFILE_FILE).read_text())["name"] == algorithm
+
+
+def test_each_algorithm_runs_its_packet_by_packet_test_on_its_own_profile():
+    """Every algorithm's test file gives one of its switch-against-model cases its
+    one-algorithm profile too (conformance.programs, id "profile-<algorithm>"): a new
+    algorithm without one fails here."""
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         "tests/algorithms"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
+    profiles = re.findall(r"\[profile-(\w+)\]", collected.stdout)
+    assert set(profiles) == set(ALGORITHMS), profiles
 
 
 # ----- a profile on a real switch ------------------------------------------------------
@@ -200,34 +207,6 @@ async def profile_switch(testbed, profile_artifacts):
 
 
 PROFILE_RED_ECN = RedEcn(minth=5, maxth=15, maxp=0.3, wq=0.1, limit=35)
-PROFILE_PIE = Pie(target=0.02, tupdate=0.025, max_burst=0.1, alpha=0.5, beta=5.0,
-                  mark_ecnth=0.5, limit=35)
-
-
-@pytest.mark.p4
-@pytest.mark.root
-@pytest.mark.parametrize("aqm", [PROFILE_RED_ECN, PROFILE_PIE], ids=["red_ecn", "pie"])
-async def test_the_profiles_algorithms_conform_packet_by_packet(profile_switch, testbed,
-                                                                aqm):
-    """Why one profile suffices: a profile is "all" minus what the preprocessor leaves out,
-    so an algorithm's control is the same source in every profile, and what a profile
-    changes for it is only the shared parts around it. Left out, a part an algorithm reads
-    is a declaration p4c cannot find (test_each_algorithm_builds_alone); what can change
-    behaviour is a part that is absent but whose absence an algorithm's packets pass
-    through: the verdict without MECN's levels, the parser without TCP and UDP, ingress
-    without arrival numbers or DualPI2's queues, egress without DualPI2's charge. This
-    profile lacks all of them, and runs one algorithm that reads a shared part (RED's
-    ramp) and one that reads none. The parts it keeps are the same source as in "all",
-    where every algorithm's own suite runs (tests/algorithms/)."""
-    run = await run_pattern(profile_switch, testbed, PortConfig(
-        port=PORT, aqm=aqm, link_pps=RATE_PPS, seed=2024, telemetry_interval=0.0))
-    records = check_against_model(run)
-    check_ecn_rules(records)
-    regions, outcomes = tally(records)
-    assert {Region.NONE, Region.A, Region.FORCED} <= set(regions), regions
-    assert {Outcome.PASS, Outcome.MARK, Outcome.PROB_DROP, Outcome.FORCED_DROP} <= \
-        set(outcomes), outcomes
-    assert run.counters.marks_ce > 0 and run.counters.marks_incipient == 0
 
 
 @pytest.mark.p4
@@ -242,6 +221,20 @@ async def test_the_switch_refuses_an_algorithm_its_profile_lacks_and_writes_noth
     await check_refused_without_writes(
         profile_switch, good, PortConfig(port=PORT, aqm=bad, link_pps=RATE_PPS),
         f"{bad.action} is not in this switch's program: profile {PROFILE_NAME}")
+
+
+@pytest.mark.p4
+@pytest.mark.root
+@pytest.mark.parametrize("program, charged", [("pi2", False), ("dualpi2", True)],
+                         indirect=["program"])
+async def test_dualpi2_s_clone_sessions_come_only_with_its_queues(switch, testbed, charged):
+    """Every program clones telemetry to the CPU; only one with DualPI2's queues clones a
+    charge (to the port, and to the CPU too when exported): a PI2 program, PI2's control
+    without those queues, has no session for it."""
+    sessions = {e.session_id async for e in switch.sw.read(fy.P4CloneSessionEntry())}
+    charge = {base + port for base in (dp.CHARGE_SESSIONS, dp.CHARGE_EXPORT_SESSIONS)
+              for port in testbed.ports}
+    assert sessions == {dp.TELEMETRY_SESSION} | (charge if charged else set())
 
 
 def aqmctl(sock: Path, *args: str) -> subprocess.CompletedProcess:

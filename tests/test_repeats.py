@@ -163,10 +163,36 @@ def test_report_merges_folders_from_several_machines(tmp_path, capsys):
     summary = (tmp_path / "merged" / "summary.md").read_text()
     assert "reno-red.s9: unfinished" in capsys.readouterr().out.replace("\n", "")
     assert "| reno-red_ecn |" in summary and "(n=2)" in summary
+    program = specs["reno-red", 1].program
+    assert f"\nProgram: profile {program} (the smallest build profile with the runs' " \
+           f"algorithms: {program.replace('-', ', ')})\n" in summary
     # dropped: RED 201/202 against ECN 6/7 -> holds, with its interval
     claims = summary.split("Claims beside our result:")[1]
     assert "| holds |" in claims.splitlines()[4]
     assert (tmp_path / "merged" / "e1-summary.png").stat().st_size > 0
+
+
+def test_a_report_names_each_program_its_runs_ran(tmp_path):
+    """Runs of two `--only` plans (each its own build profile) merged, and a run recorded
+    before build profiles (no program in its config.json: "all"), each named."""
+    narrow = [EXPERIMENTS["e1"].runs(PlanOptions(repeat=1, only=f"reno-{aqm}"))[0]
+              for aqm in ("red", "red_ecn")]
+    for k, spec in enumerate(narrow):
+        hand_made_run(tmp_path / f"m{k}" / spec.folder, spec, 10)
+    older = EXPERIMENTS["e1"].runs(PlanOptions(repeat=1, only="reno-droptail"))[0]
+    hand_made_run(tmp_path / "m2" / older.folder, older, 10)
+    config = tmp_path / "m2" / older.folder / "config.json"
+    config.write_text(json.dumps({k: v for k, v in json.loads(config.read_text()).items()
+                                  if k != "program"}))
+    assert main(["report", *(str(tmp_path / f"m{k}") for k in range(3)), "--out",
+                 str(tmp_path / "merged")]) == 0
+    summary = (tmp_path / "merged" / "summary.md").read_text()
+    assert {s.program for s in narrow} == {"droptail-red", "droptail-red_ecn"}
+    assert ("\nPrograms: profile all (reno-droptail); profile droptail-red (reno-red); "
+            "profile droptail-red_ecn (reno-red_ecn)\n") in summary
+    one = tmp_path / "m0"
+    assert main(["report", str(one)]) == 0 and \
+        "\nProgram: profile droptail-red (" in (one / "summary.md").read_text()
 
 
 def test_report_refuses_the_same_run_twice(tmp_path, capsys):

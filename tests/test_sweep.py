@@ -40,6 +40,18 @@ def test_a_worker_refuses_a_run_planned_differently_by_the_client(tmp_path, caps
     assert "run the same commit on every machine" in capsys.readouterr().err
 
 
+@pytest.mark.p4
+def test_a_worker_refuses_a_build_of_another_program(artifacts, tmp_path, capsys):
+    """The client's build is the plan's build profile: a worker handed another (here
+    "all") runs nothing, rather than a run whose config.json names a program it did not
+    run."""
+    spec = EXPERIMENTS["smoke"].runs(PlanOptions())[0]
+    assert main(["run-one", "smoke", spec.label, "--build", str(artifacts.bmv2_json.parent),
+                 "--into", str(tmp_path)]) == 2
+    assert f"program all, but {spec.folder} runs {spec.program}" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
 def test_the_plan_options_reach_the_worker(tmp_path, capsys):
     """E7's lossy runs exist only with --loss: the worker finds the run (and stops at the
     missing build, not at the label)."""
@@ -127,6 +139,12 @@ def test_a_sweep_on_a_local_cluster_resumes_after_ctrl_c(can_run, tmp_path):
         assert len(list(folder.glob("*.s[12]/metrics.json"))) == 4
         summary = (folder / "summary.md").read_text()
         assert summary.count("(n=2)") >= 2
+        # The plan's build profile: compiled into the folder, run by the workers, named.
+        program = EXPERIMENTS["smoke"].runs(PlanOptions(repeat=2))[0].program
+        assert json.loads((folder / "build" / "profile.json").read_text())["name"] == program
+        assert {json.loads(p.read_text())["program"]
+                for p in folder.glob("*.s*/config.json")} == {program}
+        assert f"\nProgram: profile {program} (" in summary
     finally:
         e.close()
 

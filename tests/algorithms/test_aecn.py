@@ -16,7 +16,7 @@ import pytest
 from scapy.layers.l2 import Ether
 
 from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, five_tuple, group_counts, replay,
+                         check_refused_without_writes, five_tuple, group_counts, programs, replay,
                          run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.aecn import AecnModel, parse_rules
@@ -25,6 +25,7 @@ from control_plane.aqm import Aecn, ConfigError, PortConfig
 from control_plane.dataplane import CPU_PORT, Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortModel
 from control_plane.rtt_tracker import RttTrackerModel, TcpSegment
+from control_plane.profiles import ALL
 from traffic import HOSTS, paced, tcp_segment, udp_packet
 from waiting import running, wait_for_async
 
@@ -224,7 +225,9 @@ async def check_group_counters(switch, port: int, records) -> None:
 
 @pytest.mark.p4
 @pytest.mark.root
-@pytest.mark.parametrize("wait", [False, True], ids=["fj", "wait"])
+@pytest.mark.parametrize("wait, program", programs({"fj": "aecn"}, {"fj": (False,),
+                                                                   "wait": (True,)}),
+                         indirect=["program"])
 async def test_switch_equals_golden_model_with_the_table(switch, testbed, wait):
     """Groups from the classification table: marks owed and paid per group, Not-ECT drops,
     forced drops; every record, frame and counter equals the model's; with Floyd &
@@ -330,6 +333,7 @@ def send_on_time(testbed, events: list[tuple[float, Segment]]) -> dict[int, int]
 
 @pytest.mark.p4
 @pytest.mark.root
+@pytest.mark.parametrize("program", programs({ALL: "aecn"}), indirect=True)
 async def test_switch_measures_rtts_and_groups_flows_by_them(switch, testbed):
     """Both ports run AECN with the measured RTT and export every packet. The tracker's
     model, replayed over every packet in ingress order, gives every record's RTT; each

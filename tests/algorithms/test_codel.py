@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from conformance import (PATTERN, PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, run_pattern, tally)
+                         check_refused_without_writes, programs, run_pattern, tally)
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.codel import (ABOVE, AFTER_DROP, AFTER_ENTRY, AFTER_MARK,
                                             DROPPING, law_table)
@@ -292,7 +292,9 @@ CODEL_PATTERN = PATTERN + [(0, 1.7)] + paced(300, 0.6)
 
 @pytest.mark.p4
 @pytest.mark.root
-@pytest.mark.parametrize("ecn", [True, False], ids=["ecn", "drop"])
+@pytest.mark.parametrize("ecn, program", programs({"ecn": "codel"}, {"ecn": (True,),
+                                                                   "drop": (False,)}),
+                         indirect=["program"])
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, ecn):
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=Codel(target=0.01, interval=0.1, ecn=ecn, limit=35), link_pps=RATE_PPS,

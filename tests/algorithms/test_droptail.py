@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import PORT, RATE_PPS, check_against_model, run_pattern, tally
+from conformance import PORT, RATE_PPS, check_against_model, programs, run_pattern, tally
 from control_plane.algorithms.base import Link
 from control_plane.aqm import ConfigError, DropTail, PortConfig
 from control_plane.dataplane import Outcome, Region
+from control_plane.profiles import ALL
 from modeling import arrivals, run_model
 
 
@@ -27,6 +28,7 @@ def test_droptail_only_drops_at_the_limit():
 
 @pytest.mark.p4
 @pytest.mark.root
+@pytest.mark.parametrize("program", programs({ALL: "droptail"}), indirect=True)
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=DropTail(limit=35), link_pps=RATE_PPS, seed=2024, telemetry_interval=0.0))

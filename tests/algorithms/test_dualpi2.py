@@ -13,12 +13,13 @@ from dataclasses import fields
 import pytest
 
 from conformance import (PORT, RATE_PPS, all_entries, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, group_counts, run_pattern, tally)
+                         check_refused_without_writes, group_counts, programs, run_pattern, tally)
 from control_plane.algorithms.base import Link, QueueSetting
 from control_plane.algorithms.pi2 import CLASSIC, L4S
 from control_plane.aqm import ConfigError, DualPi2, Pi2, PortConfig, change
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival, PortCounters
+from control_plane.profiles import ALL
 from modeling import run_model
 from traffic import paced
 
@@ -160,6 +161,7 @@ SWITCH_DUALPI2 = dict(target=0.02, tupdate=0.025, alpha=0.16, beta=3.2, step_thr
 
 @pytest.mark.p4
 @pytest.mark.root
+@pytest.mark.parametrize("program", programs({ALL: "dualpi2"}), indirect=True)
 async def test_switch_equals_golden_model_packet_by_packet(dual_switch, dual_testbed):
     """ECT(1) and CE leave by the L queue (the record's group is the queue the packet left;
     the model takes it from the codepoint), overtaking the classic queue; the coupling, the

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_wait_branches, run_pattern, tally)
+from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules, check_wait_branches,
+                         programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.aqm import ConfigError, Mecn, PortConfig
@@ -74,7 +74,9 @@ def test_wait_is_encoded_for_both_regions():
 
 @pytest.mark.p4
 @pytest.mark.root
-@pytest.mark.parametrize("wait", [False, True], ids=["fj", "wait"])
+@pytest.mark.parametrize("wait, program", programs({"fj": "mecn"}, {"fj": (False,),
+                                                                   "wait": (True,)}),
+                         indirect=["program"])
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, wait):
     """Both levels, with Floyd & Jacobson's spacing and with ns-2's wait (one count for
     both regions: every branch of the wait rule is reached)."""

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes,
+                         check_marks_follow_probability, check_refused_without_writes, programs,
                          run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
@@ -190,7 +190,9 @@ SWITCH_NEWQUE = Newque(alpha=0.05, beta=0.02, min_interval=0.05, k=0.1, limit=35
 
 @pytest.mark.p4
 @pytest.mark.root
-@pytest.mark.parametrize("rate_of", ["arrivals", "departures"])
+@pytest.mark.parametrize("rate_of, program", programs(
+    {"arrivals": "newque"}, {rate: (rate,) for rate in ("arrivals", "departures")}),
+    indirect=["program"])
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, rate_of):
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=replace(SWITCH_NEWQUE, rate_of=rate_of), link_pps=RATE_PPS, seed=2024,

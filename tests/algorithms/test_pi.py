@@ -8,13 +8,14 @@ import math
 import pytest
 
 from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes,
+                         check_marks_follow_probability, check_refused_without_writes, programs,
                          run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.aqm import ConfigError, Pi, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
+from control_plane.profiles import ALL
 from modeling import run_model
 
 INTERVAL_US = 5882   # 1/170 s
@@ -149,6 +150,7 @@ SWITCH_PI = Pi(a=0.002, b=0.0018, qref=10.0, limit=35)
 
 @pytest.mark.p4
 @pytest.mark.root
+@pytest.mark.parametrize("program", programs({ALL: "pi"}), indirect=True)
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=SWITCH_PI, link_pps=RATE_PPS, seed=2024, telemetry_interval=0.0))

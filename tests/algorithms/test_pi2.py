@@ -10,14 +10,15 @@ import random
 import pytest
 
 from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes,
-                         group_counts, run_pattern, tally)
+                         check_marks_follow_probability, check_refused_without_writes, group_counts,
+                         programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.pi2 import CLASSIC, L4S, Pi2Model
 from control_plane.aqm import ConfigError, Pi2, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
+from control_plane.profiles import ALL
 from modeling import check_updates_on_grid, departures, run_model
 
 TUPDATE_US = 16_000
@@ -228,6 +229,7 @@ def below_overload(record, k: int = 2) -> bool:
 
 @pytest.mark.p4
 @pytest.mark.root
+@pytest.mark.parametrize("program", programs({ALL: "pi2"}), indirect=True)
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=Pi2(**SWITCH_PI2), link_pps=RATE_PPS, seed=2024,

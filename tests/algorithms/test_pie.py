@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance import (PATTERN, PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes,
+                         check_marks_follow_probability, check_refused_without_writes, programs,
                          run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms import pie as pie_module
@@ -272,7 +272,8 @@ def live(record) -> bool:
 
 @pytest.mark.p4
 @pytest.mark.root
-@pytest.mark.parametrize("derandomize", [False, True], ids=["random", "derandomised"])
+@pytest.mark.parametrize("derandomize, program", programs(
+    {"random": "pie"}, {"random": (False,), "derandomised": (True,)}), indirect=["program"])
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, derandomize):
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=Pie(**SWITCH_PIE, derandomize=derandomize), link_pps=RATE_PPS,

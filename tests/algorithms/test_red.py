@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_wait_branches, run_pattern, tally)
+from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules, check_wait_branches,
+                         programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.red import Ramp, decay, ewma, fires, idle_decay
@@ -370,7 +370,9 @@ CASES = {
 
 @pytest.mark.p4
 @pytest.mark.root
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name, program", programs(
+    {"red": "red", "red-ecn": "red_ecn", "ecnm": "ecnm"}, {name: (name,) for name in CASES}),
+    indirect=["program"])
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, name):
     aqm, regions, outcomes = CASES[name]
     run = await run_pattern(switch, testbed, PortConfig(

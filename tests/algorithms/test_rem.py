@@ -9,7 +9,7 @@ import math
 import pytest
 
 from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes,
+                         check_marks_follow_probability, check_refused_without_writes, programs,
                          run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
@@ -17,6 +17,7 @@ from control_plane.algorithms.rem import mark_table
 from control_plane.aqm import ConfigError, PortConfig, Rem
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
+from control_plane.profiles import ALL
 from modeling import run_model
 
 
@@ -151,6 +152,7 @@ SWITCH_REM = Rem(gamma=0.01, alpha=0.1, phi=1.2, target_backlog=5.0, interval=0.
 
 @pytest.mark.p4
 @pytest.mark.root
+@pytest.mark.parametrize("program", programs({ALL: "rem"}), indirect=True)
 async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=SWITCH_REM, link_pps=RATE_PPS, seed=2024, telemetry_interval=0.0))
