@@ -72,3 +72,21 @@ def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
     assert {c.profile for c in every if c.name.startswith("dualpi2-l4s")} == {"all", "dualpi2"}
     with pytest.raises(ConfigError, match="unknown algorithm 'codle'"):
         algorithm_list("red,codle")
+
+
+def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
+    """A peer's `# algorithm: codel` line sets it against our CoDel on "all" and on the
+    codel profile; a peer without one is only measured, and a name we lack is refused."""
+    from benchmarks.__main__ import Peer, head_to_head, peer_of
+    peer = peer_of("# P4-CoDel\n# algorithm: codel\ntable_add t a 1 => 2  // the route\n\n",
+                   "p4codel.commands")
+    assert peer == Peer(("table_add t a 1 => 2",), "codel")
+    assert peer_of("table_add t a 1 => 2\n", "x.commands").algorithm is None
+    with pytest.raises(SystemExit, match="x.commands: unknown algorithm 'codle'"):
+        peer_of("# algorithm: codle\n", "x.commands")
+    counted = {"p4codel-64B": 100.0, "codel-64B": 200.0, "codel-64B@codel": 150.0,
+               "other-64B": 1.0}
+    rows = head_to_head({k: {"instructions_per_packet": v} for k, v in counted.items()},
+                        {"p4codel": peer, "other": Peer(("x",))})
+    assert rows == [{"algorithm": "codel", "peer": "p4codel", "peer_instructions": 100.0,
+                     "ours_all": 200.0, "ours_profile": 150.0, "profile_vs_peer": 1.5}]
