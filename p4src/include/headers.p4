@@ -184,9 +184,13 @@ struct aqm_params_t {
 }
 
 struct local_metadata_t {
-    // 1: the parser got through the IPv4 header and its options. 8 bits, so that the
-    // metadata needs no padding field (zeroed for every packet like any other).
+#ifdef P4AQM_WITH_L4_PORTS
+    // 1: the parser got through the IPv4 header and its options (an L4 header cut short
+    // after them is no error of the packet's). 8 bits, so that the metadata needs no
+    // padding field (zeroed for every packet like any other). Without L4 headers nothing
+    // is parsed after the options: any parser error is the IPv4 header's.
     bit<8>          l3_parsed;
+#endif
     // The egress port, as the index of per-port registers and counters, from the
     // forwarding action: p4c would make a temporary of an expression (or of a header
     // field) for every register and counter call it is given to.
