@@ -469,6 +469,16 @@ def print_parts(doc: dict) -> None:
         if parts:
             table.add_row(case, *[f"{parts[name]:.0f}" for name in names])
     console.print(table)
+    table = Table(title="Steps inside those parts, per packet (callgrind, inclusive): the input "
+                        "checks' checksum, counters, registers, conditions, every field write")
+    table.add_column("case", justify="right")
+    for name in instructions.STEPS:
+        table.add_column(name.replace("_", " "), justify="right")
+    for case, r in doc["instructions"].items():
+        found = r.get("steps_per_packet")
+        if found:
+            table.add_row(case, *[f"{found[name]:.0f}" for name in instructions.STEPS])
+    console.print(table)
 
 
 def print_profile(doc: dict) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.instructions import breakdown
+from benchmarks.instructions import breakdown, steps
 from benchmarks.profile import per_packet
 
 TRACE = """\
@@ -42,6 +42,7 @@ Ir                   file:function
 33,151,500 (58.83%)  ???:bm::Field::export_bytes() [/opt/p4-perf/bin/simple_switch_grpc]
 23,945,400 (42.49%)  ???:bm::Pipeline::apply(bm::Packet*) [/opt/p4-perf/bin/simple_switch_grpc]
 12,093,900 (21.46%)  ???:bm::PHV::reset_metadata() [/opt/p4-perf/bin/simple_switch_grpc]
+   800,400 ( 1.75%)  ???:bm::Parser::verify_checksums(bm::Packet*) const [/opt/p4-perf/bin/simple_switch_grpc]
  7,098,967 (12.60%)  ./malloc/./malloc/malloc.c:_int_free [/usr/lib/x86_64-linux-gnu/libc.so.6]
  5,538,600 ( 9.83%)  ???:bm::PHV::reset() [/opt/p4-perf/bin/simple_switch_grpc]
  4,473,300 ( 7.94%)  src/bm_sim/parser.cpp:bm::Parser::parse(bm::Packet*) const
@@ -55,6 +56,9 @@ def test_parts_from_callgrind_annotate():
     assert parts == {"zero_metadata": 12_093_900, "invalidate_headers": 5_538_600,
                      "zero_headers_made_valid": 3_174_900, "parser": 4_473_300,
                      "match_action": 23_945_400 - 3_174_900, "deparser": 0}
+    found = steps(ANNOTATED)
+    assert found["checksum_verify"] == 800_400 and found["field_writes"] == 33_151_500
+    assert found["conditions"] == 0                         # absent from this output
 
 
 def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
