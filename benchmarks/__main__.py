@@ -6,7 +6,9 @@ machines are noisy. The steady figure is the instructions BMv2 executes per pack
 p4src/ as it is in git revision REV, driven by this tree's control plane, and prints both
 side by side (before/after a change). --profiles measures each case also on the build
 profile of its one algorithm (control_plane/profiles.py; no AQM on the profile "none"),
-beside "all"; with a list, only those algorithms' cases."""
+beside "all"; with a list, only those algorithms' cases (and with --compare, on the older
+revision's profiles too). A peer whose commands name the algorithm it runs
+(`# algorithm: codel`) is set head to head against ours on "all" and on that profile."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ import platform
 import shutil
 import subprocess
 import sys
+import re
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import finsy as fy
@@ -33,7 +36,7 @@ from control_plane.algorithms.base import Link
 from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn, Newque, Pi,
                               Pi2, Pie, Red, RedEcn, Rem)
 from control_plane.build import REPO, Artifacts, compile_program
-from control_plane.profiles import ALL, NO_AQM, Profile
+from control_plane.profiles import ALL, NEEDS, NO_AQM, Profile
 from control_plane.values import ConfigError
 from experiments.runner import tool_versions
 
@@ -63,13 +66,22 @@ PORT_SWEEP = (2, 4, 8, 16, 32, 64)
 FLOW_SWEEP = (100, 10_000, 100_000)
 
 
-def cases(quick: bool, peers: dict[str, tuple[str, ...]] | None = None) -> list[Case]:
+@dataclass(frozen=True)
+class Peer:
+    """Another compiled program: its runtime commands (simple_switch_CLI), and the algorithm
+    of ours it runs, if its commands name one (`# algorithm: codel`): the fair comparison."""
+
+    commands: tuple[str, ...]
+    algorithm: str | None = None
+
+
+def cases(quick: bool, peers: dict[str, Peer] | None = None) -> list[Case]:
     sizes = (64,) if quick else (64, 1500)
     out = []
     for size in sizes:
         out.append(Case(f"trivial-{size}B", "trivial", frame_bytes=size))
-        out += [Case(f"{name}-{size}B", name, frame_bytes=size, commands=commands)
-                for name, commands in (peers or {}).items()]
+        out += [Case(f"{name}-{size}B", name, frame_bytes=size, commands=peer.commands)
+                for name, peer in (peers or {}).items()]
         out.append(Case(f"no_aqm-{size}B", "p4aqm", frame_bytes=size))
         for name, aqm in ALGORITHMS.items():
             out.append(Case(f"{name}-{size}B", "p4aqm", aqm, frame_bytes=size))
@@ -167,11 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     work = dataplane.scratch()
     artifacts = {"p4aqm": compile_program(work / "p4aqm"),
                  "trivial": dataplane.compile_trivial(work / "trivial")}
-    base = compile_revision(args.compare, work / "base") if args.compare else None
     peers = load_peers(args.peers, artifacts) if args.peers else {}
-    for name in sorted({c.profile for c in chosen_cases(args.quick)} - {ALL}):
+    profiles = sorted({c.profile for c in chosen_cases(args.quick)} - {ALL})
+    for name in profiles:
         artifacts[f"p4aqm@{name}"] = compile_program(work / f"p4aqm@{name}",
                                                      profile=Profile.parse(name))
+    # The older revision's programs under the same keys: "all" and the same profiles.
+    base = ({f"p4aqm@{name}" if name != ALL else "p4aqm": compile_revision(
+                args.compare, work / "base" / name, Profile.parse(name))
+             for name in [ALL, *profiles]} if args.compare else None)
     bmv2 = str(toolchain.require("simple_switch_grpc"))
     macros = dataplane.bmv2_logging_macros(bmv2)
     doc = {"machine": machine(), "versions": tool_versions(),
@@ -192,9 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
         doc["instructions"] = count_instructions(quick, artifacts, work / "callgrind")
         if base:
-            known = [case for case in cases(True) if runs_on(case, base)]
+            known = [case for case in quick if case.program in ("trivial", "p4aqm")
+                     and (case.program == "trivial" or runs_on(case, base[case.build]))]
             doc["compare"] = {"revision": args.compare, "instructions": count_instructions(
-                known, {**artifacts, "p4aqm": base}, work / "callgrind-base")}
+                known, {**artifacts, **base}, work / "callgrind-base")}
+        doc["head_to_head"] = head_to_head(doc["instructions"], peers)
     else:
         console.print("[yellow]valgrind not found: no instruction counts (apt-get install valgrind)")
     traced = Path(bmv2) if macros else tracing_fallback()
@@ -230,9 +248,30 @@ def tracing_fallback() -> Path | None:
     return None
 
 
-def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, tuple[str, ...]]:
-    """Each peer's runtime commands, by name; every peer must be compiled (JSON, P4Info),
-    and its artifacts go into `artifacts`."""
+# A peer's commands name the algorithm of ours it runs in a comment line of their own.
+PEER_ALGORITHM = re.compile(r"#\s*algorithm:\s*(\S+)\s*$")
+
+
+def peer_of(text: str, where: str) -> Peer:
+    """A NAME.commands file's commands (comments and blank lines left out) and the
+    algorithm it names; an algorithm we do not have is a SystemExit naming it."""
+    commands, algorithm = [], None
+    for line in text.splitlines():
+        named = PEER_ALGORITHM.match(line.strip())
+        if named:
+            algorithm = named.group(1)
+            if algorithm not in NEEDS:
+                raise SystemExit(f"{where}: unknown algorithm {algorithm!r}; valid: "
+                                 f"{', '.join(NEEDS)}")
+        command = line.split("//")[0].strip()
+        if command and not command.startswith("#"):
+            commands.append(command)
+    return Peer(tuple(commands), algorithm)
+
+
+def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, Peer]:
+    """Each peer's runtime commands and algorithm, by name; every peer must be compiled
+    (JSON, P4Info), and its artifacts go into `artifacts`."""
     peers = {}
     for commands in sorted(folder.glob("*.commands")):
         name = commands.stem
@@ -241,11 +280,30 @@ def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, tuple
             raise SystemExit(f"--peers {folder}: {name} needs {name}.json, {name}.p4info.txtpb "
                              f"and {name}.p4info.bin beside {commands.name} (and another name "
                              "than trivial or p4aqm)")
-        lines = [line.split("//")[0].strip() for line in commands.read_text().splitlines()]
-        peers[name] = tuple(line for line in lines if line and not line.startswith("#"))
+        peers[name] = peer_of(commands.read_text(), str(commands))
     if not peers:
         raise SystemExit(f"--peers {folder}: no NAME.commands there")
     return peers
+
+
+def head_to_head(counted: dict[str, dict], peers: dict[str, Peer]) -> list[dict]:
+    """Each peer that names an algorithm against ours running it, on "all" and on its
+    one-algorithm profile (None where the run did not count that case), at 64 B."""
+    rows = []
+    for name, peer in peers.items():
+        if peer.algorithm is None:
+            continue
+
+        def count(case: str) -> float | None:
+            return counted[case]["instructions_per_packet"] if case in counted else None
+        theirs = count(f"{name}-64B")
+        ours_all = count(f"{peer.algorithm}-64B")
+        ours_profile = count(f"{peer.algorithm}-64B@{peer.algorithm}")
+        rows.append({"algorithm": peer.algorithm, "peer": name, "peer_instructions": theirs,
+                     "ours_all": ours_all, "ours_profile": ours_profile,
+                     "profile_vs_peer": ours_profile / theirs if ours_profile and theirs
+                     else None})
+    return rows
 
 
 def runs_on(case: Case, program: Artifacts) -> bool:
@@ -261,15 +319,16 @@ def runs_on(case: Case, program: Artifacts) -> bool:
     return set(action.params) <= known
 
 
-def compile_revision(revision: str, folder: Path) -> Artifacts:
-    """p4src/ as it is in a git revision of this repository, compiled."""
+def compile_revision(revision: str, folder: Path, profile: Profile) -> Artifacts:
+    """p4src/ as it is in a git revision of this repository, compiled as `profile` (a
+    revision before profiles compiles whole, whatever the profile)."""
     folder.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(REPO), "archive", revision, "p4src"],
                              capture_output=True)
     if archive.returncode != 0:
         raise SystemExit(f"--compare {revision}: {archive.stderr.decode().strip()}")
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    return compile_program(folder / "build", folder / "p4src" / "main.p4")
+    return compile_program(folder / "build", folder / "p4src" / "main.p4", profile=profile)
 
 
 def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
@@ -324,6 +383,7 @@ def print_tables(doc: dict) -> None:
         print_dataplane(doc)
     if "instructions" in doc:
         print_instructions(doc)
+        print_head_to_head(doc)
         print_parts(doc)
     if "profile" in doc:
         print_profile(doc)
@@ -377,6 +437,25 @@ def print_instructions(doc: dict) -> None:
     console.print(table)
 
 
+def print_head_to_head(doc: dict) -> None:
+    """Our algorithm on "all" and on its profile against the peer that runs it."""
+    rows = doc.get("head_to_head")
+    if not rows:
+        return
+    table = Table(title="Head to head: the same algorithm, instructions per packet (64 B)")
+    for column in ("algorithm", "peer", "ours, all", "ours, profile", "peer's",
+                   "profile vs peer"):
+        table.add_column(column, justify="right")
+
+    def shown(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0f}"
+    for r in rows:
+        ratio = r["profile_vs_peer"]
+        table.add_row(r["algorithm"], r["peer"], shown(r["ours_all"]), shown(r["ours_profile"]),
+                      shown(r["peer_instructions"]), "-" if ratio is None else f"{ratio:.2f}")
+    console.print(table)
+
+
 def print_parts(doc: dict) -> None:
     """Where each case's instructions go: the measured reason for a ratio."""
     table = Table(title="Where the instructions go, per packet (callgrind, inclusive): BMv2's "
@@ -389,6 +468,16 @@ def print_parts(doc: dict) -> None:
         parts = r.get("parts_per_packet")
         if parts:
             table.add_row(case, *[f"{parts[name]:.0f}" for name in names])
+    console.print(table)
+    table = Table(title="Steps inside those parts, per packet (callgrind, inclusive): the input "
+                        "checks' checksum, counters, registers, conditions, every field write")
+    table.add_column("case", justify="right")
+    for name in instructions.STEPS:
+        table.add_column(name.replace("_", " "), justify="right")
+    for case, r in doc["instructions"].items():
+        found = r.get("steps_per_packet")
+        if found:
+            table.add_row(case, *[f"{found[name]:.0f}" for name in instructions.STEPS])
     console.print(table)
 
 

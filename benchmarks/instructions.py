@@ -37,6 +37,23 @@ PARTS = {
 }
 
 
+# Steps inside those parts, each a BMv2 function's inclusive count: what the input checks,
+# the counters, the registers and the conditions cost a packet (the checksums are inside
+# the parser's and the deparser's parts, the rest inside match_action's).
+STEPS = {
+    "checksum_verify": "bm::Parser::verify_checksums(bm::Packet*) const",
+    "checksum_update": "bm::Deparser::update_checksums(bm::Packet*) const",
+    "conditions": "bm::Conditional::operator()(bm::Packet*) const",
+    "counters": "bm::ActionPrimitive<bm::CounterArray&, bm::Data const&>::execute("
+                "bm::ActionEngineState*, bm::ActionParam const*)",
+    "register_reads": "register_read::operator()(bm::Field&, bm::RegisterArray const&, "
+                      "bm::Data const&)",
+    "register_writes": "register_write::operator()(bm::RegisterArray&, bm::Data const&, "
+                       "bm::Data const&)",
+    "field_writes": "bm::Field::export_bytes()",   # every field a packet zeroes or sets
+}
+
+
 def _control(pid: int, *args: str) -> None:
     result = subprocess.run(["callgrind_control", *args, str(pid)], capture_output=True,
                             text=True, timeout=60)
@@ -44,8 +61,8 @@ def _control(pid: int, *args: str) -> None:
         raise RuntimeError(f"callgrind_control {' '.join(args)}: {result.stdout}{result.stderr}")
 
 
-def breakdown(annotated: str) -> dict[str, int]:
-    """PARTS' instructions from callgrind_annotate --inclusive=yes output (0 if absent)."""
+def inclusive(annotated: str) -> dict[str, int]:
+    """Each function's inclusive count in callgrind_annotate --inclusive=yes output."""
     found = {}
     for line in annotated.splitlines():
         # "  23,945,400 (42.49%)  ???:bm::Pipeline::apply(bm::Packet*) [/opt/...]": the
@@ -53,9 +70,21 @@ def breakdown(annotated: str) -> dict[str, int]:
         match = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+[^:\s]*:(.+?)(?: \[[^\]]*\])?$", line)
         if match:
             found.setdefault(match.group(2), int(match.group(1).replace(",", "")))
+    return found
+
+
+def breakdown(annotated: str) -> dict[str, int]:
+    """PARTS' instructions from callgrind_annotate --inclusive=yes output (0 if absent)."""
+    found = inclusive(annotated)
     parts = {name: found.get(function, 0) for name, function in PARTS.items()}
     parts["match_action"] -= parts["zero_headers_made_valid"]
     return parts
+
+
+def steps(annotated: str) -> dict[str, int]:
+    """STEPS' instructions from the same output (0 if absent)."""
+    found = inclusive(annotated)
+    return {name: found.get(function, 0) for name, function in STEPS.items()}
 
 
 def _annotate(dump: Path) -> str:
@@ -124,7 +153,10 @@ def measure(name: str, workdir: Path, ports: tuple[int, ...], frames: list[bytes
         raise RuntimeError(f"{name}: only {forwarded} of {len(frames)} packets forwarded "
                            "under callgrind")
     per_packet = (busy - idle) / forwarded
-    parts = {name: count / forwarded for name, count in breakdown(_annotate(dump)).items()}
+    annotated = _annotate(dump)
+    parts = {name: count / forwarded for name, count in breakdown(annotated).items()}
     parts["rest"] = per_packet - sum(parts.values())
     return {"instructions_per_packet": per_packet, "forwarded": forwarded,
-            "sent": len(frames), "idle_instructions": idle, "parts_per_packet": parts}
+            "sent": len(frames), "idle_instructions": idle, "parts_per_packet": parts,
+            "steps_per_packet": {name: count / forwarded
+                                 for name, count in steps(annotated).items()}}

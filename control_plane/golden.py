@@ -24,7 +24,7 @@ U32 = fp.U32_MAX
 
 
 def xorshift32(x: int) -> int:
-    """prng.p4: one step of Marsaglia's xorshift32."""
+    """prologue.p4: one step of Marsaglia's xorshift32."""
     x ^= (x << 13) & U32
     x ^= x >> 17
     x ^= (x << 5) & U32
@@ -86,7 +86,7 @@ class PortModel:
         return record, exported
 
     def _epoch_step(self) -> bool:
-        """port_epoch.p4 (the epoch comes with the aqm_config entry)"""
+        """prologue.p4 (the epoch comes with the aqm_config entry)"""
         fresh = self._epoch_reg != self.epoch
         if fresh:
             self._epoch_reg = self.epoch
@@ -95,7 +95,7 @@ class PortModel:
         return fresh
 
     def _draw(self, fresh: bool) -> int:
-        """prng.p4 (seeded mode)"""
+        """prologue.p4 (seeded mode)"""
         x = self._prng
         if fresh or x == 0:
             x = self.program.seed

@@ -17,7 +17,7 @@
 #ifdef P4AQM_WITH_RTT_TRACKER
 #include "include/control/rtt_tracker.p4"
 #endif
-#include "include/control/aqm_stage.p4"
+#include "include/control/aqm_dispatch.p4"
 #include "include/control/telemetry.p4"
 #include "include/control/ipv4_checksum.p4"
 #ifdef P4AQM_DROP_AT_ENQUEUE
@@ -36,7 +36,7 @@ control IngressPipe(inout headers_t hdr,
 #endif
 #ifdef P4AQM_DROP_AT_ENQUEUE
     ArrivalView() arrival_view;
-    AqmStage() aqm_stage;
+    AqmDispatch() aqm_stage;
     Admit() admit;
 #endif
 
@@ -69,7 +69,7 @@ control EgressPipe(inout headers_t hdr,
 #ifdef P4AQM_DROP_AT_ENQUEUE
     Departure() departure;
 #else
-    AqmStage() aqm_stage;
+    AqmDispatch() aqm_stage;
 #endif
     TelemetryExport() telemetry_export;
     TelemetryFormat() telemetry_format;
@@ -83,13 +83,13 @@ control EgressPipe(inout headers_t hdr,
             // A telemetry record for the CPU port, or a DualPI2 charge (dualpi2.p4): its
             // service slot in the classic queue was the point.
             if (std_meta.egress_port == CPU_PORT) {
-                telemetry_format.apply(hdr, meta.rec, meta.stamp);
+                telemetry_format.apply(hdr, meta.rec, meta.export, meta.stamp);
             } else {
                 mark_to_drop(std_meta);
             }
 #else
             // A telemetry record for the CPU port: the only clones.
-            telemetry_format.apply(hdr, meta.rec, meta.stamp);
+            telemetry_format.apply(hdr, meta.rec, meta.export, meta.stamp);
 #endif
         } else {
 #ifdef P4AQM_DROP_AT_ENQUEUE
@@ -97,18 +97,17 @@ control EgressPipe(inout headers_t hdr,
 #else
             aqm_stage.apply(hdr, meta, std_meta);
 #endif
-            if (meta.aqm.common.isValid()) {
+            if (meta.rec.isValid()) {
 #ifdef P4AQM_DROP_AT_ENQUEUE
                 // The epoch's first packet may have been dropped in ingress: the telemetry
-                // sequence runs on across epochs (records carry their epoch). Set here, the
-                // constant lets p4c drop telemetry's epoch check (a condition and a table).
-                meta.aqm.common.fresh = 0;
+                // sequence runs on across epochs (records carry their epoch).
+                meta.rec.fresh = 0;
 #endif
-                telemetry_export.apply(meta.port_index, meta.aqm.common.fresh, hdr, std_meta,
-                                       meta.rec, meta.stamp);
+                telemetry_export.apply(meta.port_index, hdr, std_meta, meta.rec, meta.export,
+                                       meta.stamp);
 #ifdef P4AQM_WITH_PRIORITY_QUEUES
                 if (meta.aqm.pi2.isValid()) {
-                    dualpi2_charge.apply(meta.aqm.pi2, meta.rec);
+                    dualpi2_charge.apply(meta.aqm.pi2, meta.rec, meta.stamp);
                 }
 #endif
             }

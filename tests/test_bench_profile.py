@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.instructions import breakdown
+from benchmarks.instructions import breakdown, steps
 from benchmarks.profile import per_packet
 
 TRACE = """\
@@ -42,6 +42,7 @@ Ir                   file:function
 33,151,500 (58.83%)  ???:bm::Field::export_bytes() [/opt/p4-perf/bin/simple_switch_grpc]
 23,945,400 (42.49%)  ???:bm::Pipeline::apply(bm::Packet*) [/opt/p4-perf/bin/simple_switch_grpc]
 12,093,900 (21.46%)  ???:bm::PHV::reset_metadata() [/opt/p4-perf/bin/simple_switch_grpc]
+   800,400 ( 1.75%)  ???:bm::Parser::verify_checksums(bm::Packet*) const [/opt/p4-perf/bin/simple_switch_grpc]
  7,098,967 (12.60%)  ./malloc/./malloc/malloc.c:_int_free [/usr/lib/x86_64-linux-gnu/libc.so.6]
  5,538,600 ( 9.83%)  ???:bm::PHV::reset() [/opt/p4-perf/bin/simple_switch_grpc]
  4,473,300 ( 7.94%)  src/bm_sim/parser.cpp:bm::Parser::parse(bm::Packet*) const
@@ -55,6 +56,9 @@ def test_parts_from_callgrind_annotate():
     assert parts == {"zero_metadata": 12_093_900, "invalidate_headers": 5_538_600,
                      "zero_headers_made_valid": 3_174_900, "parser": 4_473_300,
                      "match_action": 23_945_400 - 3_174_900, "deparser": 0}
+    found = steps(ANNOTATED)
+    assert found["checksum_verify"] == 800_400 and found["field_writes"] == 33_151_500
+    assert found["conditions"] == 0                         # absent from this output
 
 
 def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
@@ -72,3 +76,21 @@ def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
     assert {c.profile for c in every if c.name.startswith("dualpi2-l4s")} == {"all", "dualpi2"}
     with pytest.raises(ConfigError, match="unknown algorithm 'codle'"):
         algorithm_list("red,codle")
+
+
+def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
+    """A peer's `# algorithm: codel` line sets it against our CoDel on "all" and on the
+    codel profile; a peer without one is only measured, and a name we lack is refused."""
+    from benchmarks.__main__ import Peer, head_to_head, peer_of
+    peer = peer_of("# P4-CoDel\n# algorithm: codel\ntable_add t a 1 => 2  // the route\n\n",
+                   "p4codel.commands")
+    assert peer == Peer(("table_add t a 1 => 2",), "codel")
+    assert peer_of("table_add t a 1 => 2\n", "x.commands").algorithm is None
+    with pytest.raises(SystemExit, match="x.commands: unknown algorithm 'codle'"):
+        peer_of("# algorithm: codle\n", "x.commands")
+    counted = {"p4codel-64B": 100.0, "codel-64B": 200.0, "codel-64B@codel": 150.0,
+               "other-64B": 1.0}
+    rows = head_to_head({k: {"instructions_per_packet": v} for k, v in counted.items()},
+                        {"p4codel": peer, "other": Peer(("x",))})
+    assert rows == [{"algorithm": "codel", "peer": "p4codel", "peer_instructions": 100.0,
+                     "ours_all": 200.0, "ours_profile": 150.0, "profile_vs_peer": 1.5}]

@@ -81,7 +81,7 @@ def trace_of(name: str, ecn: bool) -> Trace:
 
 
 def draws(n: int) -> list[int]:
-    """The golden model's draws, one per packet (prng.p4 from the port's seed)."""
+    """The golden model's draws, one per packet (prologue.p4 from the port's seed)."""
     x, out = port_seed(SEED, PORT), []
     for _ in range(n):
         x = xorshift32(x)

@@ -3,64 +3,74 @@
 
 #include "defines.p4"
 
-// What every AQM port has, whatever its algorithm (set by the aqm_config action; a header
-// so that ports without an AQM do not pay for its fields, see defines.p4), and the two
-// flags every algorithm passes on for the packet (0 when the action makes it valid).
-header aqm_common_h {
-    bit<8>  algorithm;    // ALGO_*
+// The port's AQM for one packet, in one header made valid (all zero) by its aqm_config
+// action: what every algorithm has (its configuration, and two flags every algorithm
+// passes on), then the telemetry record (what the AQM saw, its working values and the
+// verdict). One header and not metadata: BMv2 zeroes every metadata field of every packet,
+// and a header of every packet, valid or not, costs its invalidation (defines.p4); ports
+// without an AQM pay only that. A telemetry clone copies it as it copies every valid
+// header. The record's fields whose meaning depends on the algorithm (avg, prob, count,
+// state0, state1) are documented with each algorithm (control_plane/algorithms/); those
+// only some algorithms write are in a profile's record only with one of them
+// (profile.p4), and telemetry exports 0 for the others, as their algorithms leave them.
+header aqm_record_h {
+#ifndef P4AQM_ONE_CONTROL
+    bit<8>  algorithm;    // ALGO_* (a profile of one control has no need of it: profile.p4)
+#endif
+    bit<2>  ecn_mode;     // ECN_MODE_*
+    bit<1>  fresh;        // 1: the packet is the first of the port's epoch (prologue.p4)
+    bit<1>  fire;         // 1: the algorithm decided to mark or drop it (verdict.p4)
+    bit<2>  bmv2_random;  // 1: BMv2's unseedable random() instead of the seeded stream
+    // What a mark sets in region A (MECN: incipient; CE elsewhere). Written only in a
+    // profile with MECN_LEVELS; in others it pads the header to whole bytes.
+    bit<2>  level_a;
     bit<32> limit;        // PKTS, drop when the arriving packet finds this many queued
     // Registers cannot be written over P4Runtime, so a port's state is reset by a new
     // epoch number: the first packet that sees it starts from a clean state.
-    bit<16> epoch;
-    bit<32> seed;         // xorshift32 seed (non-zero)
-    bit<2>  bmv2_random;  // 1: BMv2's unseedable random() instead of the seeded stream
-    bit<2>  ecn_mode;     // ECN_MODE_*
-#ifdef P4AQM_WITH_MECN_LEVELS
-    bit<2>  level_a;      // what a mark sets in region A (MECN: incipient); CE elsewhere
-#else
-    bit<2>  unused;       // BMv2's headers are whole bytes
-#endif
-    bit<1>  fresh;        // 1: the packet is the first of the port's epoch (port_epoch.p4)
-    bit<1>  fire;         // 1: the algorithm decided to mark or drop it (verdict.p4)
-}
-
-// What a classification table matches a packet on (AECN's aecn_groups); ports are 0
-// without TCP or UDP.
-header flow_key_h {
-    bit<32> src_addr;
-    bit<32> dst_addr;
-    bit<8>  protocol;
-    bit<16> src_port;
-    bit<16> dst_port;
-}
-
-// A telemetry record's fields (headers.p4's telemetry_t) in two headers. BMv2 zeroes every
-// metadata field of every packet and every header when it is made valid, each field at a
-// cost (defines.p4), so the record is not metadata: a telemetry clone copies it as it
-// copies every valid header.
-// What the AQM computed for one packet: the inputs it saw, its working values and the
-// verdict; made valid (all zero) by the aqm_config action. The fields whose meaning
-// depends on the algorithm (avg, prob, count, state0, state1) are documented with each
-// algorithm (control_plane/algorithms/).
-header aqm_record_h {
+    bit<16> epoch_id;
+    bit<32> seed;         // xorshift32 seed
+    // The record.
     bit<16> epoch;
     bit<32> pkt_seq;
-    bit<32> tele_seq;
-    bit<32> deq_qdepth;
-    bit<32> arr_seq;
-    bit<32> avg;
-    bit<32> prob;
-    bit<32> count;
     bit<32> rnd;
-    bit<32> state0;
-    bit<32> state1;
-    bit<32> ingress_ts;
-    bit<32> rtt;
-    bit<8>  event;
-    bit<8>  group;
     bit<8>  region;
     bit<8>  outcome;
     bit<8>  ecn_in;
+#ifdef P4AQM_RECORD_DEQ_QDEPTH
+    bit<32> deq_qdepth;
+#endif
+#ifdef P4AQM_WITH_ARRIVALS
+    bit<32> arr_seq;
+#endif
+#ifdef P4AQM_RECORD_AVG_COUNT
+    bit<32> avg;
+    bit<32> count;
+#endif
+#ifdef P4AQM_RECORD_PROB
+    bit<32> prob;
+#endif
+#ifdef P4AQM_RECORD_STATE
+    bit<32> state0;
+    bit<32> state1;
+    bit<8>  event;
+#endif
+#ifdef P4AQM_WITH_RTT_TRACKER
+    bit<32> ingress_ts;
+    bit<32> rtt;
+#endif
+#ifdef P4AQM_RECORD_GROUP
+    bit<8>  group;
+#endif
+}
+
+// Telemetry's working values (telemetry.p4), valid on a port that exports: in the metadata,
+// not in the control, where p4c would make every packet invalidate it at the control's
+// start (a table of its own). A record's tele_seq is its seq (the clone copies it).
+header aqm_export_h {
+    bit<32> seq;
+    usec_t  last;
+    usec_t  now;
+    usec_t  interval;
 }
 
 // The packet and its queue as it left: only telemetry reads these, so they are filled only

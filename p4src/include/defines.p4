@@ -26,20 +26,24 @@
 // BMv2 zeroes every metadata field - the user metadata, and every local variable and
 // temporary p4c makes - for every packet, about 650 instructions each, whatever the packet
 // runs. A header costs about as much per packet to invalidate, and as much per field to
-// zero when it is made valid. So parameters live in one header per algorithm (made valid
-// by its aqm_config action), each control keeps its working values in a header of its own,
-// the telemetry record is two headers (a telemetry clone copies every valid header), the
-// per-packet flags are fields of the port's common header, and metadata holds only what
-// crosses from ingress to egress. p4c gives a register or counter call a temporary for
+// zero when it is made valid; an assignment costs about 1 000, a condition or a table
+// without a key about 400, each arithmetic operation in an expression about 240 (GMP
+// integers). So what every AQM has (its configuration, the per-packet flags) and the
+// telemetry record are one header (aqm_types.p4), each algorithm's parameters and working
+// values are one header of its own, both made valid by the aqm_config action, a profile's
+// record has only the fields its algorithms write (profile.p4), and metadata holds only
+// what crosses from ingress to egress. Packing parameters into one wide field saves a
+// field's zeroing and load but p4c masks every part of a `++`, so only a group read off
+// the common path is packed (red.p4). p4c gives a register or counter call a temporary for
 // every index that is not a metadata field or an action's parameter, and for every value
-// that is an expression; its copy propagation turns a local just assigned an expression
-// back into that expression. Values for those calls are therefore computed in actions (a
-// table's, or one called directly), from where p4c does not propagate them. There are no
-// helper functions (each call site costs temporaries). Straight-line code goes into
-// actions where it can (p4c makes a table of every stretch of it between `if`s), but
-// never an `if`:
-// p4c predicates an `if` inside an action into conditional expressions, which cost more
-// in BMv2 without logging (RED +10 % measured) than the tables and conditions they save.
+// that is an expression; its copy propagation turns a field just assigned an expression in
+// the same action back into that expression. Values for those calls are therefore computed
+// in another action than the call's (a table's, or one called directly), from where p4c
+// does not propagate them. There are no helper functions (each call site costs
+// temporaries). Straight-line code goes into actions where it can (p4c makes a table of
+// every stretch of it between `if`s), but never an `if`: p4c predicates an `if` inside an
+// action into conditional expressions, which cost more in BMv2 without logging (RED +10 %
+// measured) than the tables and conditions they save.
 
 typedef bit<9>  port_t;
 typedef bit<48> mac_t;

@@ -108,7 +108,7 @@ struct headers_t {
 #endif
 }
 
-// The header words the incremental checksum update needs (RFC 1624), saved by the parser.
+// What every AQM port has and the telemetry record (aqm_types.p4).
 #include "aqm_types.p4"
 // The algorithms: parameters, aqm_config action(s) and control of each (after the packet's
 // headers, which their controls read), those of the profile (profile.p4).
@@ -149,12 +149,11 @@ struct headers_t {
 #include "aqm/dualpi2.p4"
 #endif
 
-// Per-port AQM parameters loaded by the aqm_config table: what every algorithm has, and
-// each algorithm's own (one member per algorithm file under aqm/). Headers, not structs:
-// only the port's own algorithm's are made valid, but each is invalidated for every
-// packet (defines.p4): a profile carries only its algorithms' (profile.p4).
+// Each algorithm's parameters and working values, one header per algorithm file under aqm/
+// (what every algorithm has is in the record, aqm_types.p4). Headers, not structs: only the
+// port's own algorithm's is made valid, but each is invalidated for every packet
+// (defines.p4): a profile carries only its algorithms' (profile.p4).
 struct aqm_params_t {
-    aqm_common_h common;
 #ifdef P4AQM_WITH_RED_RAMP
     red_h        red;
 #endif
@@ -185,9 +184,13 @@ struct aqm_params_t {
 }
 
 struct local_metadata_t {
-    // 1: the parser got through the IPv4 header and its options. 8 bits, so that the
-    // metadata needs no padding field (zeroed for every packet like any other).
+#ifdef P4AQM_WITH_L4_PORTS
+    // 1: the parser got through the IPv4 header and its options (an L4 header cut short
+    // after them is no error of the packet's). 8 bits, so that the metadata needs no
+    // padding field (zeroed for every packet like any other). Without L4 headers nothing
+    // is parsed after the options: any parser error is the IPv4 header's.
     bit<8>          l3_parsed;
+#endif
     // The egress port, as the index of per-port registers and counters, from the
     // forwarding action: p4c would make a temporary of an expression (or of a header
     // field) for every register and counter call it is given to.
@@ -198,9 +201,12 @@ struct local_metadata_t {
 #ifdef P4AQM_WITH_RTT_TRACKER
     bit<32>         rtt_us;     // ingress: the flow's RTT (rtt_tracker.p4), 0 if not measured
 #endif
+#ifdef P4AQM_ANY_ALGORITHM
     bit<32>         group_index;  // egress: port * 4 + the packet's group (verdict.p4)
+#endif
     aqm_params_t    aqm;
     aqm_record_h    rec;
+    aqm_export_h    export;
     aqm_stamp_h     stamp;
 }
 

@@ -49,8 +49,8 @@ parser PacketParser(packet_in packet,
     }
 
     state parse_l4 {
-        meta.l3_parsed = 1;
 #ifdef P4AQM_WITH_L4_PORTS
+        meta.l3_parsed = 1;
         transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (0, IP_PROTO_TCP): parse_tcp;
             (0, IP_PROTO_UDP): parse_udp;

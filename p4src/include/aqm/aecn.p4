@@ -29,6 +29,8 @@ const bit<8> RTT_MEASURED = 1;
 const bit<8> RTT_MEASURED_OR_TABLE = 2;
 #define AECN_GROUP_ENTRIES 4096
 
+// A port's AECN parameters (beside red_h, the average group's) and the working values of
+// AecnGroup and AecnDebt: one header (red.p4 says why).
 header aecn_h {
     qpkt_t   debt_floor;      // the lower of minth and robust_minth: debts end below it
     qpkt_t   robust_minth;
@@ -38,6 +40,16 @@ header aecn_h {
     usec_t   average_from;
     usec_t   fragile_from;
     bit<8>   rtt_source;      // RTT_*
+    // What aecn_groups matches a packet on (ports 0 without TCP or UDP)
+    bit<32>  src_addr;
+    bit<32>  dst_addr;
+    bit<8>   protocol;
+    bit<16>  src_port;
+    bit<16>  dst_port;
+    // AecnDebt's
+    bit<32>  debts;
+    bit<32>  owed;
+    bit<8>   shift;
 }
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
@@ -49,7 +61,7 @@ header aecn_h {
                 qpkt_t maxth, slope_t slope_robust, slope_t slope_average, \
                 slope_t slope_fragile, usec_t robust_from, usec_t average_from, \
                 usec_t fragile_from, bit<8> rtt_source, bit<8> wait) { \
-        aqm_common(ALGO_AECN, ECN_MODE_MARK, limit, epoch_id, prng_seed, \
+        aqm_common(ALGO_AECN, ECN_MODE_MARK, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0, wait); \
         meta.aqm.aecn.setValid(); \
@@ -67,14 +79,13 @@ header aecn_h {
 // record: group; rtt (the tracker's result) and ingress_ts (its clock); state1 = 1 if the
 // group came from the measured RTT, else 0.
 control AecnGroup(in bit<32> index,
-                  in aecn_h p,
+                  inout aecn_h p,
                   inout red_h ramp,
                   in headers_t hdr,
                   in bit<32> rtt,
                   in standard_metadata_t std_meta,
                   inout aqm_record_h rec,
                   inout bit<32> group_index) {
-    flow_key_h flow;
 
     action set_group(bit<8> group) {
         rec.group = group;
@@ -83,11 +94,11 @@ control AecnGroup(in bit<32> index,
     table aecn_groups {
         key = {
             index: exact @name("port");
-            flow.src_addr: ternary @name("src_addr");
-            flow.dst_addr: ternary @name("dst_addr");
-            flow.protocol: ternary @name("protocol");
-            flow.src_port: ternary @name("src_port");
-            flow.dst_port: ternary @name("dst_port");
+            p.src_addr: ternary @name("src_addr");
+            p.dst_addr: ternary @name("dst_addr");
+            p.protocol: ternary @name("protocol");
+            p.src_port: ternary @name("src_port");
+            p.dst_port: ternary @name("dst_port");
         }
         actions = { set_group; @defaultonly NoAction; }
         const default_action = NoAction();
@@ -106,65 +117,52 @@ control AecnGroup(in bit<32> index,
                 rec.group = GROUP_FRAGILE;
             }
         } else if (p.rtt_source != RTT_MEASURED && hdr.ipv4.isValid()) {
-            flow.setValid();
-            flow.src_addr = hdr.ipv4.src_addr;
-            flow.dst_addr = hdr.ipv4.dst_addr;
-            flow.protocol = hdr.ipv4.protocol;
-            flow.src_port = 0;
-            flow.dst_port = 0;
+            p.src_addr = hdr.ipv4.src_addr;
+            p.dst_addr = hdr.ipv4.dst_addr;
+            p.protocol = hdr.ipv4.protocol;
             if (hdr.tcp.isValid()) {
-                flow.src_port = hdr.tcp.src_port;
-                flow.dst_port = hdr.tcp.dst_port;
+                p.src_port = hdr.tcp.src_port;
+                p.dst_port = hdr.tcp.dst_port;
             } else if (hdr.udp.isValid()) {
-                flow.src_port = hdr.udp.src_port;
-                flow.dst_port = hdr.udp.dst_port;
+                p.src_port = hdr.udp.src_port;
+                p.dst_port = hdr.udp.dst_port;
             }
             aecn_groups.apply();
         }
         if (rec.group == GROUP_ROBUST) {
             ramp.t0 = p.robust_minth;
-            ramp.slope_a = p.slope_robust;
+            ramp.RED_SLOPE_A = p.slope_robust;
         } else if (rec.group == GROUP_FRAGILE) {
-            ramp.slope_a = p.slope_fragile;
+            ramp.RED_SLOPE_A = p.slope_fragile;
         }
         group_index = group_index + (bit<32>)rec.group;
     }
 }
 
-header aecn_vars_h {
-    bit<32> debts;
-    bit<32> owed;
-    bit<8>  shift;
-}
-
 // After RED's marker, whose decision (`fire` on entry) becomes a debt of the group.
 // record: state0 = the debts after this packet (robust | average << 8 | fragile << 16).
 control AecnDebt(in bit<32> index,
-                 in bit<1> fresh,
-                 in aecn_h p,
-                 inout aqm_record_h rec,
-                 inout bit<1> fire) {
+                 inout aecn_h v,
+                 inout aqm_record_h rec) {
     register<bit<32>>(PORT_SLOTS) debt_reg;
-    aecn_vars_h v;
 
     apply {
-        v.setValid();
         debt_reg.read(v.debts, index);
-        if (fresh == 1 || rec.avg < p.debt_floor) {
+        if (rec.fresh == 1 || rec.avg < v.debt_floor) {
             v.debts = 0;
         }
         v.shift = rec.group << 3;
         v.owed = (v.debts >> v.shift) & 0xff;
         // A decision on a Not-ECT packet drops it; otherwise it becomes a debt.
-        if (fire == 1 && rec.ecn_in != (bit<8>)ECN_NOT_ECT) {
-            fire = 0;
+        if (rec.fire == 1 && rec.ecn_in != (bit<8>)ECN_NOT_ECT) {
+            rec.fire = 0;
             if (v.owed != 0xff) {
                 v.owed = v.owed + 1;
             }
         }
         if ((rec.ecn_in == (bit<8>)ECN_ECT0 || rec.ecn_in == (bit<8>)ECN_ECT1)
                 && v.owed != 0) {
-            fire = 1;
+            rec.fire = 1;
             v.owed = v.owed - 1;
         }
         v.debts = (v.debts & ~(32w0xff << v.shift)) | (v.owed << v.shift);

@@ -14,11 +14,18 @@
 // Every packet is marked (ECT) or dropped (Not-ECT) with pm.
 const bit<8> ALGO_BLUE = 4;
 
+// A port's BLUE parameters and the control's working values: one header (red.p4 says why).
 header blue_h {
     frac32_t d1;
     frac32_t d2;
     usec_t   freeze_time;
     bit<32>  threshold;
+    // The control's
+    bit<48> arrival;       // USEC48
+    bit<48> last_change;
+    bit<32> last_seq;
+    bit<64> sum;           // FRAC32 widened
+    bit<8>  due;
 }
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
@@ -27,7 +34,8 @@ header blue_h {
     action blue(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                 bit<2> ecn_mode, frac32_t d1, frac32_t d2, usec_t freeze_time, \
                 bit<32> threshold) { \
-        aqm_common(ALGO_BLUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        aqm_common(ALGO_BLUE, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
         meta.aqm.blue.setValid(); \
         meta.aqm.blue.d1 = d1; \
         meta.aqm.blue.d2 = d2; \
@@ -35,35 +43,23 @@ header blue_h {
         meta.aqm.blue.threshold = threshold; \
     }
 
-header blue_vars_h {
-    bit<48> arrival;       // USEC48
-    bit<48> last_change;
-    bit<32> last_seq;
-    bit<64> sum;           // FRAC32 widened
-    bit<8>  due;
-}
-
 // record: prob = pm (FRAC32), state0 = packets BMv2 dropped before this one (the gap),
 // arr_seq, event = the change to pm.
 control Blue(in bit<32> index,
-             in bit<1> fresh,
-             in blue_h p,
+             inout blue_h v,
              in standard_metadata_t std_meta,
              in bit<32> arr_seq,
-             inout aqm_record_h rec,
-             inout bit<1> fire) {   // 0 on entry (aqm_common_h)
+             inout aqm_record_h rec) {
 
     register<frac32_t>(PORT_SLOTS) prob_reg;
     register<bit<48>>(PORT_SLOTS) last_change_reg;
     register<bit<32>>(PORT_SLOTS) last_seq_reg;
-    blue_vars_h v;
 
     apply {
-        v.setValid();
         prob_reg.read(rec.prob, index);
         last_change_reg.read(v.last_change, index);
         last_seq_reg.read(v.last_seq, index);
-        if (fresh == 1) {
+        if (rec.fresh == 1) {
             rec.prob = 0;
             v.last_change = 0;
             v.last_seq = arr_seq - 1;
@@ -72,14 +68,14 @@ control Blue(in bit<32> index,
         rec.state0 = arr_seq - v.last_seq - 1;
         v.arrival = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta;
         if (v.arrival - v.last_change <= 0x7fffffffffff
-                && v.arrival - v.last_change > (bit<48>)p.freeze_time) {
+                && v.arrival - v.last_change > (bit<48>)v.freeze_time) {
             v.due = 1;
         }
 
-        if (rec.state0 != 0 || (bit<32>)std_meta.enq_qdepth >= p.threshold) {
+        if (rec.state0 != 0 || (bit<32>)std_meta.enq_qdepth >= v.threshold) {
             rec.event = EVENT_HELD;
             if (v.due == 1) {
-                v.sum = (bit<64>)rec.prob + (bit<64>)p.d1;
+                v.sum = (bit<64>)rec.prob + (bit<64>)v.d1;
                 if (v.sum > (bit<64>)FRAC32_ONE) {
                     v.sum = (bit<64>)FRAC32_ONE;
                 }
@@ -90,8 +86,8 @@ control Blue(in bit<32> index,
         } else if (std_meta.enq_qdepth == 0) {
             rec.event = EVENT_HELD;
             if (v.due == 1) {
-                if (p.d2 < rec.prob) {
-                    rec.prob = rec.prob - p.d2;
+                if (v.d2 < rec.prob) {
+                    rec.prob = rec.prob - v.d2;
                 } else {
                     rec.prob = 0;
                 }
@@ -107,7 +103,7 @@ control Blue(in bit<32> index,
             rec.region = REGION_A;
         }
         if (rec.rnd < rec.prob) {
-            fire = 1;
+            rec.fire = 1;
         }
     }
 }

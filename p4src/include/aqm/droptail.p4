@@ -7,12 +7,11 @@
 // applies; no state of its own. The port still counts and exports telemetry.
 const bit<8> ALGO_DROPTAIL = 1;
 
-// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
-// an action writes the port's parameter headers without p4c copying them.
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4).
 #define DROPTAIL_ACTION \
     action droptail(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
                     bit<32> limit) { \
-        aqm_common(ALGO_DROPTAIL, ECN_MODE_DROP, limit, epoch_id, prng_seed, \
+        aqm_common(ALGO_DROPTAIL, ECN_MODE_DROP, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
     }
 

@@ -26,7 +26,8 @@ const bit<32> DUALPI2_CHARGE_EXPORT_SESSIONS = 1024;
                    bit<32> limit, bit<2> ecn_mode, pgain_t alpha, pgain_t beta, \
                    p48_t alpha_target, usec_t tupdate, bit<32> inv_tupdate, bit<8> k, \
                    usec_t step_thresh, bit<32> step_qlen, bit<8> dual) { \
-        aqm_common(ALGO_PI2, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        aqm_common(ALGO_PI2, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
         pi2_core(alpha, beta, alpha_target, tupdate, inv_tupdate, k); \
         meta.aqm.pi2.dual = dual; \
         meta.aqm.pi2.step_thresh = step_thresh; \
@@ -62,10 +63,10 @@ control DualPi2Queue(in headers_t hdr,
 // Egress, after telemetry: an L packet that leaves is charged to the classic queue. Its
 // clone replaces the telemetry clone when the packet also exports a record (BMv2 keeps a
 // packet's last clone), through the session whose replicas are both.
-control DualPi2Charge(in pi2_h p, in aqm_record_h rec) {
+control DualPi2Charge(in pi2_h p, in aqm_record_h rec, in aqm_stamp_h stamp) {
     apply {
         if (p.dual == PI2_DUAL_CHARGED && rec.group == PI2_L4S && rec.outcome <= OUTCOME_MARK) {
-            if (rec.tele_seq != 0) {
+            if (stamp.isValid()) {     // it exports a record
                 clone(CloneType.E2E, p.charge_export_session);
             } else {
                 clone(CloneType.E2E, p.charge_session);

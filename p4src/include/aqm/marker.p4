@@ -7,30 +7,13 @@
 //   region A [t0, t1): pb = slope_a * (avg - t0)
 //   region B [t1, t2): pb = base_b + slope_b * (avg - t1)
 //   avg >= t2: forced
-// red_h holds a port's RED parameters: the average's (queue_avg.p4) and the ramp.
-header red_h {
-    frac32_t wq;
-    bit<8>   idle_shift;  // idle_decay bucket = idle time (USEC) >> idle_shift
-    qpkt_t   t0;
-    qpkt_t   t1;
-    qpkt_t   t2;
-    slope_t  slope_a;
-    frac32_t base_b;
-    slope_t  slope_b;
-    bit<8>   wait;        // 1: ns-2's wait between marks
-}
-
-header marker_h {
-    bit<64> pb;      // FRAC32 (saturated), widened
-    bit<64> spent;   // count * pb, plus 1.0 without wait (FRAC32 scale)
-    bit<32> next;    // count after this packet (saturated)
-}
+// Parameters and working values in red_h (red.p4).
 
 // Decides whether a packet is marked (or dropped: verdict.p4 decides which).
 // In regions A and B the base probability pb grows linearly with avg, and the packet fires
 // with pa = pb / (1 - count * pb) (Floyd & Jacobson 1993), count being the group's unmarked
 // packets since its last mark, so marks are spaced uniformly in [1, 1/pb]. With ns-2's
-// wait (r.wait = 1) nothing fires while count * pb < 1, then pa = pb / (2 - count * pb),
+// wait (wait = 1) nothing fires while count * pb < 1, then pa = pb / (2 - count * pb),
 // so marks are spaced uniformly in [1/pb + 1, 2/pb]. Both are one rule on
 // s = count * pb + (1 without wait, 0 with it), without division:
 //   fire  <=>  s >= 2  or  (s >= 1  and  rnd * (2 - s) < pb)     (all FRAC32)
@@ -38,21 +21,17 @@ header marker_h {
 // count per port, the group with the highest pb would take most marks (AECN's robust group
 // 5 times the average one's instead of twice, in the model). The port's first packet of a
 // new epoch resets every group's count (the rare branch pays for it, not every packet).
-// record: region, prob = pb, count (before this packet).
-control Marker(inout bit<32> index,
-               in bit<1> fresh,
-               in red_h r,
-               inout aqm_record_h rec,
-               inout bit<1> fire) {   // 0 on entry (aqm_common_h)
+// record: region, prob = pb, count (before this packet), fire.
+control Marker(inout bit<32> index,    // the group's count: port * 4 + group
+               inout red_h v,
+               inout aqm_record_h rec) {
 
     register<bit<32>>(PORT_SLOTS * 4) count_reg;
-    marker_h v;
 
     // Straight-line steps as actions, without `if`s (p4c would predicate those into
     // conditional expressions, dearer in BMv2 without logging than the tables and
     // conditions they replace): below the ramp a packet applies two tables, load and below.
     action load() {
-        v.setValid();
         count_reg.read(rec.count, index);
     }
 
@@ -69,7 +48,11 @@ control Marker(inout bit<32> index,
         count_reg.write(index, 0);
         index = index + 1;
         count_reg.write(index, 0);
+#ifdef P4AQM_RECORD_GROUP
         index = (index & 0xfffffffc) | (bit<32>)rec.group;
+#else
+        index = index & 0xfffffffc;
+#endif
     }
 
     // Below the ramp nothing fires (region, prob and fire stay 0) and the count restarts.
@@ -84,19 +67,19 @@ control Marker(inout bit<32> index,
 
     apply {
         load();
-        if (fresh == 1) {
+        if (rec.fresh == 1) {
             reset_port();
         }
-        if (rec.avg < r.t0) {
+        if (rec.avg < v.t0) {
             below();
         } else {
-            if (rec.avg < r.t1) {
+            if (rec.avg < v.RED_T1) {
                 rec.region = REGION_A;
-                v.pb = ((bit<64>)r.slope_a * (bit<64>)(rec.avg - r.t0)) >> 16;
-            } else if (rec.avg < r.t2) {
+                v.pb = ((bit<64>)v.RED_SLOPE_A * (bit<64>)(rec.avg - v.t0)) >> 16;
+            } else if (rec.avg < v.RED_T2) {
                 rec.region = REGION_B;
-                v.pb = (bit<64>)r.base_b
-                       + (((bit<64>)r.slope_b * (bit<64>)(rec.avg - r.t1)) >> 16);
+                v.pb = (bit<64>)v.RED_BASE_B
+                       + (((bit<64>)v.RED_SLOPE_B * (bit<64>)(rec.avg - v.RED_T1)) >> 16);
             } else {
                 rec.region = REGION_FORCED;
                 v.pb = (bit<64>)FRAC32_ONE;
@@ -105,11 +88,11 @@ control Marker(inout bit<32> index,
                 v.pb = (bit<64>)FRAC32_ONE;
             }
             if (rec.region != REGION_FORCED) {
-                v.spent = (bit<64>)rec.count * v.pb + ((bit<64>)(r.wait ^ 1) << 32);
+                v.spent = (bit<64>)rec.count * v.pb + ((bit<64>)(v.RED_WAIT ^ 1) << 32);
                 if (v.spent >= 64w0x200000000
                         || (v.spent >= 64w0x100000000
                             && (bit<64>)rec.rnd * (64w0x200000000 - v.spent) < (v.pb << 32))) {
-                    fire = 1;
+                    rec.fire = 1;
                 } else if (rec.count == 0xffffffff) {
                     v.next = rec.count;
                 } else {

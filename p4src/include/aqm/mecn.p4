@@ -11,9 +11,9 @@
     action mecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
                 bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t midth, \
                 qpkt_t maxth, slope_t slope1, slope_t slope2, bit<8> wait) { \
-        aqm_common(ALGO_RED, ECN_MODE_MARK, limit, epoch_id, prng_seed, use_bmv2_random); \
+        aqm_common(ALGO_RED, ECN_MODE_MARK, LEVEL_INCIPIENT, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
         red_ramp(wq, idle_shift, minth, midth, maxth, slope1, 0, slope2, wait); \
-        meta.aqm.common.level_a = LEVEL_INCIPIENT; \
     }
 
 #endif

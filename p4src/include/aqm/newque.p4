@@ -31,6 +31,7 @@ const bit<8> ALGO_NEWQUE = 3;
 // T (USEC) * g (RATE) * RATE_USEC_TO_FRAC32 >> 32 is T g in FRAC32: 2^16 / 10^6 * 2^32.
 const bit<96> RATE_USEC_TO_FRAC32 = 281474977;
 
+// A port's NEWQUE parameters and the control's working values: one header (red.p4 says why).
 header newque_h {
     frac32_t alpha;
     frac32_t beta;
@@ -38,26 +39,7 @@ header newque_h {
     rate_t   capacity;
     bit<8>   rate_shift;
     usec_t   sojourn_mask;   // all ones: over arrivals; 0: over departures
-}
-
-// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
-// an action writes the port's parameter headers without p4c copying them.
-#define NEWQUE_ACTION \
-    action newque(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
-                  bit<32> limit, bit<2> ecn_mode, frac32_t alpha, frac32_t beta, \
-                  usec_t min_interval, rate_t capacity, bit<8> rate_shift, \
-                  usec_t sojourn_mask) { \
-        aqm_common(ALGO_NEWQUE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
-        meta.aqm.newque.setValid(); \
-        meta.aqm.newque.alpha = alpha; \
-        meta.aqm.newque.beta = beta; \
-        meta.aqm.newque.min_interval = min_interval; \
-        meta.aqm.newque.capacity = capacity; \
-        meta.aqm.newque.rate_shift = rate_shift; \
-        meta.aqm.newque.sojourn_mask = sojourn_mask; \
-    }
-
-header newque_vars_h {
+    // The control's
     bit<48> arrival;        // USEC48
     bit<48> last_arrival;
     bit<48> last_change;
@@ -76,28 +58,42 @@ header newque_vars_h {
     bit<8>  over;
 }
 
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them.
+#define NEWQUE_ACTION \
+    action newque(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+                  bit<32> limit, bit<2> ecn_mode, frac32_t alpha, frac32_t beta, \
+                  usec_t min_interval, rate_t capacity, bit<8> rate_shift, \
+                  usec_t sojourn_mask) { \
+        aqm_common(ALGO_NEWQUE, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
+        meta.aqm.newque.setValid(); \
+        meta.aqm.newque.alpha = alpha; \
+        meta.aqm.newque.beta = beta; \
+        meta.aqm.newque.min_interval = min_interval; \
+        meta.aqm.newque.capacity = capacity; \
+        meta.aqm.newque.rate_shift = rate_shift; \
+        meta.aqm.newque.sojourn_mask = sojourn_mask; \
+    }
+
 // record: prob = P (FRAC32), state0 = r (RATE), state1 = l, arr_seq, event = the change
 // to P.
 control Newque(in bit<32> index,
-               in bit<1> fresh,
-               in bit<32> limit,
-               in newque_h p,
+               inout newque_h v,
                in standard_metadata_t std_meta,
                in bit<32> arr_seq,
-               inout aqm_record_h rec,
-               inout bit<1> fire) {   // 0 on entry (aqm_common_h)
+               inout aqm_record_h rec) {
 
     register<frac32_t>(PORT_SLOTS) prob_reg;
     register<rate_t>(PORT_SLOTS) rate_reg;
     register<bit<48>>(PORT_SLOTS) last_arrival_reg;
     register<bit<48>>(PORT_SLOTS) last_change_reg;
     register<bit<32>>(PORT_SLOTS) last_seq_reg;
-    newque_vars_h v;
 
     action gain(rate_t gain_at_start, rate_t gain_drop_across) {
         v.hit = 1;
         v.gain = INTERPOLATE(gain_at_start, gain_drop_across,
-                             v.gap & ((48w1 << p.rate_shift) - 1), p.rate_shift);
+                             v.gap & ((48w1 << v.rate_shift) - 1), v.rate_shift);
     }
 
     action beyond() {
@@ -108,14 +104,13 @@ control Newque(in bit<32> index,
     // block: p4c would predicate `if`s inside an action into conditional expressions,
     // dearer than the tables and conditions they replace in BMv2 without logging.
     action load() {
-        v.setValid();
         prob_reg.read(rec.prob, index);
         rate_reg.read(rec.state0, index);
         last_arrival_reg.read(v.last_arrival, index);
         last_change_reg.read(v.last_change, index);
         last_seq_reg.read(v.last_seq, index);
         v.arrival = std_meta.egress_global_timestamp
-                    - (bit<48>)(std_meta.deq_timedelta & p.sojourn_mask);
+                    - (bit<48>)(std_meta.deq_timedelta & v.sojourn_mask);
     }
 
     table newque_rate {
@@ -130,7 +125,7 @@ control Newque(in bit<32> index,
 
     apply {
         load();
-        if (fresh == 1) {
+        if (rec.fresh == 1) {
             rec.prob = 0;
             rec.state0 = 0;
             v.last_arrival = v.arrival;
@@ -139,7 +134,7 @@ control Newque(in bit<32> index,
         }
         rec.arr_seq = arr_seq;
         v.arrived = arr_seq - v.last_seq;
-        if (p.sojourn_mask == 0) {
+        if (v.sojourn_mask == 0) {
             v.arrived = 1;
         }
         rec.state1 = v.arrived;
@@ -148,7 +143,7 @@ control Newque(in bit<32> index,
         if (v.gap > 0x7fffffffffff) {
             v.gap = 0;
         }
-        v.b = v.gap >> p.rate_shift;
+        v.b = v.gap >> v.rate_shift;
         if (v.b > (bit<48>)BUCKET_MAX) {
             v.b = (bit<48>)BUCKET_MAX;
         }
@@ -173,16 +168,16 @@ control Newque(in bit<32> index,
         }
 
         if (v.arrival - v.last_change <= 0x7fffffffffff
-                && v.arrival - v.last_change > (bit<48>)p.min_interval) {
+                && v.arrival - v.last_change > (bit<48>)v.min_interval) {
             v.due = 1;
         }
-        if (rec.state0 >= p.capacity) {
+        if (rec.state0 >= v.capacity) {
             v.over = 1;
         }
         rec.event = EVENT_HELD;
-        if (v.over == 1 || (bit<32>)std_meta.enq_qdepth + 1 >= limit) {
+        if (v.over == 1 || (bit<32>)std_meta.enq_qdepth + 1 >= rec.limit) {
             if (v.due == 1) {
-                v.sum = (bit<64>)rec.prob + (bit<64>)p.alpha;
+                v.sum = (bit<64>)rec.prob + (bit<64>)v.alpha;
                 if (v.sum > (bit<64>)FRAC32_ONE) {
                     v.sum = (bit<64>)FRAC32_ONE;
                 }
@@ -191,8 +186,8 @@ control Newque(in bit<32> index,
                 rec.event = EVENT_INCREASE;
             }
         } else if (v.due == 1) {
-            if (p.beta < rec.prob) {
-                rec.prob = rec.prob - p.beta;
+            if (v.beta < rec.prob) {
+                rec.prob = rec.prob - v.beta;
             } else {
                 rec.prob = 0;
             }
@@ -208,7 +203,7 @@ control Newque(in bit<32> index,
         if (v.over == 1) {
             rec.region = REGION_A;
             if (rec.rnd < rec.prob) {
-                fire = 1;
+                rec.fire = 1;
             }
         }
     }

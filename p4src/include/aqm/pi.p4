@@ -16,6 +16,7 @@
 // Every packet is marked (ECT) or dropped (Not-ECT) with p.
 const bit<8> ALGO_PI = 5;
 
+// A port's PI parameters and the control's working values: one header (red.p4 says why).
 header pi_h {
     gain48_t a;
     gain48_t b;
@@ -24,6 +25,13 @@ header pi_h {
     p48_t    idle_step;     // (a - b) qref: one missed interval
     usec_t   interval;
     bit<32>  inv_interval;  // ceil(2^32 / interval)
+    // The control's
+    bit<48> next;          // the next update (IntervalClock)
+    bit<32> missed;        // intervals that passed without a packet
+    bit<8>  due;           // this packet runs the update
+    p48_t   prob;
+    bit<96> idle;          // the missed intervals' decrease, P48 widened
+    p48_t   down;
 }
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
@@ -32,7 +40,8 @@ header pi_h {
     action pi(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
               bit<2> ecn_mode, gain48_t a, gain48_t b, p48_t a_qref, p48_t b_qref, \
               p48_t idle_step, usec_t interval, bit<32> inv_interval) { \
-        aqm_common(ALGO_PI, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        aqm_common(ALGO_PI, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
         meta.aqm.pi.setValid(); \
         meta.aqm.pi.a = a; \
         meta.aqm.pi.b = b; \
@@ -43,29 +52,17 @@ header pi_h {
         meta.aqm.pi.inv_interval = inv_interval; \
     }
 
-header pi_vars_h {
-    bit<32> missed;        // intervals that passed without a packet
-    bit<8>  due;           // this packet runs the update
-    p48_t   prob;
-    bit<96> idle;          // the missed intervals' decrease, P48 widened
-    p48_t   down;
-    bit<64> p32;
-}
-
 // record: prob = p (FRAC32), state0 = q_old (packets), state1 = intervals this packet
 // closed (0, or 1 + missed), event = EVENT_UPDATE when it ran the update, and then
 // deq_qdepth = the q it used.
 control Pi(in bit<32> index,
-           in bit<1> fresh,
-           in pi_h p,
+           inout pi_h v,
            in standard_metadata_t std_meta,
-           inout aqm_record_h rec,
-           inout bit<1> fire) {   // 0 on entry (aqm_common_h)
+           inout aqm_record_h rec) {
 
     IntervalClock() clock;
     register<p48_t>(PORT_SLOTS) prob_reg;
     register<bit<32>>(PORT_SLOTS) q_old_reg;
-    pi_vars_h v;
 
     // An action: p4c does not propagate the cast into the register call (a temporary).
     action sample_queue() {
@@ -73,19 +70,18 @@ control Pi(in bit<32> index,
     }
 
     apply {
-        v.setValid();
         prob_reg.read(v.prob, index);
         q_old_reg.read(rec.state0, index);
-        if (fresh == 1) {
+        if (rec.fresh == 1) {
             v.prob = 0;
             rec.state0 = 0;
         }
-        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.interval,
-                    p.inv_interval, v.due, v.missed);
+        clock.apply(index, rec.fresh, std_meta.egress_global_timestamp, v.interval,
+                    v.inv_interval, v.next, v.due, v.missed);
         if (v.due == 1) {
             if (v.missed != 0) {
-                v.idle = (bit<96>)p.b * (bit<96>)rec.state0
-                         + (bit<96>)p.idle_step * (bit<96>)v.missed;
+                v.idle = (bit<96>)v.b * (bit<96>)rec.state0
+                         + (bit<96>)v.idle_step * (bit<96>)v.missed;
                 if (v.idle >= (bit<96>)v.prob) {
                     v.prob = 0;
                 } else {
@@ -94,8 +90,8 @@ control Pi(in bit<32> index,
                 rec.state0 = 0;
             }
             sample_queue();
-            v.down = p.a_qref + p.b * (p48_t)rec.state0;
-            v.prob = v.prob + p.a * (p48_t)rec.deq_qdepth + p.b_qref;
+            v.down = v.a_qref + v.b * (p48_t)rec.state0;
+            v.prob = v.prob + v.a * (p48_t)rec.deq_qdepth + v.b_qref;
             if (v.down >= v.prob) {
                 v.prob = 0;
             } else {
@@ -109,21 +105,21 @@ control Pi(in bit<32> index,
             q_old_reg.write(index, rec.state0);
             rec.event = EVENT_UPDATE;
             rec.state1 = v.missed + 1;
-        } else if (fresh == 1) {
+        } else if (rec.fresh == 1) {
             prob_reg.write(index, v.prob);
             q_old_reg.write(index, rec.state0);
         }
 
-        v.p32 = v.prob >> 16;
-        if (v.p32 > (bit<64>)FRAC32_ONE) {
-            v.p32 = (bit<64>)FRAC32_ONE;
+        // p in FRAC32, saturated: p <= 1.0, and only 1.0 is past FRAC32's range.
+        rec.prob = (frac32_t)(v.prob >> 16);
+        if (v.prob == P48_ONE) {
+            rec.prob = FRAC32_ONE;
         }
-        rec.prob = (frac32_t)v.p32;
         if (rec.prob != 0) {
             rec.region = REGION_A;
         }
         if (rec.rnd < rec.prob) {
-            fire = 1;
+            rec.fire = 1;
         }
     }
 }

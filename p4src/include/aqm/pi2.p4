@@ -32,6 +32,8 @@ const bit<8> PI2_DUAL_PACED = 2;
 // A sojourn is never above it: PI2 in one queue has no step.
 const usec_t PI2_NO_STEP = 0xffffffff;
 
+// A port's PI2 or DualPI2 parameters and the control's working values: one header
+// (red.p4 says why).
 header pi2_h {
     pgain_t alpha;           // P48 per USEC of delay
     pgain_t beta;
@@ -39,11 +41,25 @@ header pi2_h {
     usec_t  tupdate;
     bit<32> inv_tupdate;     // ceil(2^32 / tupdate)
     bit<8>  k;               // the coupling factor, a whole number
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
     bit<8>  dual;            // PI2_ONE_QUEUE, or DualPI2 (dualpi2.p4): the fields below
     usec_t  step_thresh;
     bit<32> step_qlen;       // PKTS
     bit<32> charge_session;  // the L queue's departures charged to the classic queue
     bit<32> charge_export_session;   // the same, with the telemetry record
+#endif
+    // The control's
+    bit<48>  next;       // the next update (IntervalClock)
+    bit<32>  missed;     // boundaries that passed without a departure
+    bit<8>   due;        // this packet runs the update
+    p48_t    prob;       // p'
+    usec_t   cur;        // this packet's delay (0: it left its queue empty)
+    usec_t   prev;       // the delay the next update uses
+    bit<96>  up;         // alpha cur + beta cur, P48 widened
+    // alpha target + beta qdelay_old; for the missed updates, beta qdelay_old + alpha target m
+    bit<96>  down;
+    bit<64>  coupled;    // k p' (P48)
+    bit<64>  classic;    // p'^2 (FRAC32, saturated)
 }
 
 // The aqm_config actions, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
@@ -64,25 +80,17 @@ header pi2_h {
     action pi2(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                bit<2> ecn_mode, pgain_t alpha, pgain_t beta, p48_t alpha_target, \
                usec_t tupdate, bit<32> inv_tupdate, bit<8> k) { \
-        aqm_common(ALGO_PI2, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        aqm_common(ALGO_PI2, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
         pi2_core(alpha, beta, alpha_target, tupdate, inv_tupdate, k); \
-        meta.aqm.pi2.step_thresh = PI2_NO_STEP; \
+        PI2_NO_STEP_ACTION \
     }
-
-header pi2_vars_h {
-    bit<32>  missed;     // boundaries that passed without a departure
-    bit<8>   due;        // this packet runs the update
-    p48_t    prob;       // p'
-    usec_t   cur;        // this packet's delay (0: it left its queue empty)
-    usec_t   prev;       // the delay the next update uses
-    bit<96>  up;         // alpha cur + beta cur, P48 widened
-    // alpha target + beta qdelay_old; for the missed updates, beta qdelay_old + alpha target m
-    bit<96>  down;
-    bit<128> square;     // p'^2 in P48 * P48
-    bit<64>  coupled;    // k p' (P48)
-    bit<64>  classic;    // p'^2 (FRAC32, saturated)
-    bit<64>  p32;        // p' (FRAC32, saturated)
-}
+// Without DualPI2 in the profile PI2 has no step (nor the field).
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
+#define PI2_NO_STEP_ACTION meta.aqm.pi2.step_thresh = PI2_NO_STEP;
+#else
+#define PI2_NO_STEP_ACTION
+#endif
 
 // record: prob = the packet's probability (FRAC32: p'^2 for a classic packet, min(k p', 1)
 // for an L4S one, 1 when the step marks it, its drop probability p'^2 in overload), state0 =
@@ -92,18 +100,14 @@ header pi2_vars_h {
 // when it ran one, deq_qdepth; region = A while its probability is above 0, B when the
 // step marks it, FORCED when it fires in overload.
 control Pi2(in bit<32> index,
-            in bit<1> fresh,
-            in pi2_h p,
+            inout pi2_h v,
             in standard_metadata_t std_meta,
-            inout aqm_record_h rec,
-            inout bit<32> group_index,
-            inout bit<1> fire) {   // 0 on entry (aqm_common_h)
+            inout aqm_record_h rec) {
 
     IntervalClock() clock;
     register<p48_t>(PORT_SLOTS) prob_reg;
     register<usec_t>(PORT_SLOTS) old_reg;
     register<usec_t>(PORT_SLOTS) prev_reg;
-    pi2_vars_h v;
 
     action load() {
         rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
@@ -118,37 +122,34 @@ control Pi2(in bit<32> index,
         prev_reg.write(index, v.prev);
     }
 
-    action l4s() {
-        rec.group = PI2_L4S;
-        group_index = group_index + 1;
-    }
-
     apply {
-        v.setValid();
         load();
-        if (fresh == 1) {
+        if (rec.fresh == 1) {
             v.prob = 0;
             rec.state0 = 0;
             v.prev = 0;
         }
         // DualPI2: the queue the packet left (ingress classified it); PI2: its ECN field.
-        if (p.dual != PI2_ONE_QUEUE) {
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
+        if (v.dual != PI2_ONE_QUEUE) {
             if (std_meta.priority == 1) {
-                l4s();
+                rec.group = PI2_L4S;
             }
-        } else if (rec.ecn_in[0:0] == 1) {     // ECT(1) or CE
-            l4s();
+        } else
+#endif
+        if (rec.ecn_in[0:0] == 1) {     // ECT(1) or CE
+            rec.group = PI2_L4S;
         }
         if (rec.deq_qdepth != 0) {
             v.cur = std_meta.deq_timedelta;
         }
-        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.tupdate,
-                    p.inv_tupdate, v.due, v.missed);
+        clock.apply(index, rec.fresh, std_meta.egress_global_timestamp, v.tupdate,
+                    v.inv_tupdate, v.next, v.due, v.missed);
         if (v.due == 1) {
             rec.avg = v.prev;
-            v.up = (bit<96>)p.alpha * (bit<96>)v.prev + (bit<96>)p.beta * (bit<96>)v.prev
+            v.up = (bit<96>)v.alpha * (bit<96>)v.prev + (bit<96>)v.beta * (bit<96>)v.prev
                    + (bit<96>)v.prob;
-            v.down = (bit<96>)p.alpha_target + (bit<96>)p.beta * (bit<96>)rec.state0;
+            v.down = (bit<96>)v.alpha_target + (bit<96>)v.beta * (bit<96>)rec.state0;
             if (v.down >= v.up) {
                 v.prob = 0;
             } else if (v.up - v.down >= (bit<96>)P48_ONE) {
@@ -158,8 +159,8 @@ control Pi2(in bit<32> index,
             }
             rec.state0 = v.prev;
             if (v.missed != 0) {
-                v.down = (bit<96>)p.beta * (bit<96>)rec.state0
-                         + (bit<96>)p.alpha_target * (bit<96>)v.missed;
+                v.down = (bit<96>)v.beta * (bit<96>)rec.state0
+                         + (bit<96>)v.alpha_target * (bit<96>)v.missed;
                 if (v.down >= (bit<96>)v.prob) {
                     v.prob = 0;
                 } else {
@@ -170,49 +171,54 @@ control Pi2(in bit<32> index,
             rec.event = EVENT_UPDATE;
             rec.count = v.missed + 1;
         }
-        if (p.dual == PI2_ONE_QUEUE || rec.group == PI2_CLASSIC) {
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
+        if (v.dual == PI2_ONE_QUEUE || rec.group == PI2_CLASSIC)
+#endif
+        {
             v.prev = v.cur;
         }
 
-        v.square = (bit<128>)v.prob * (bit<128>)v.prob;
-        v.classic = (bit<64>)(v.square >> 64);
+        v.classic = (bit<64>)(((bit<128>)v.prob * (bit<128>)v.prob) >> 64);
         if (v.classic > (bit<64>)FRAC32_ONE) {
             v.classic = (bit<64>)FRAC32_ONE;
         }
-        v.coupled = v.prob * (bit<64>)p.k;
+        v.coupled = v.prob * (bit<64>)v.k;
         if (rec.group == PI2_CLASSIC) {
             rec.prob = (frac32_t)v.classic;
             if (rec.rnd < rec.prob) {
-                fire = 1;
+                rec.fire = 1;
                 if (v.coupled >= P48_ONE) {
                     rec.region = REGION_FORCED;
                 }
             }
         } else if (v.coupled >= P48_ONE) {
             rec.prob = (frac32_t)v.classic;
-            fire = 1;
+            rec.fire = 1;
             if (rec.rnd < rec.prob) {
                 rec.region = REGION_FORCED;
             }
         } else {
             rec.prob = (frac32_t)(v.coupled >> 16);
-            if (std_meta.deq_timedelta > p.step_thresh
-                    && (bit<32>)std_meta.enq_qdepth >= p.step_qlen) {
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
+            if (std_meta.deq_timedelta > v.step_thresh
+                    && (bit<32>)std_meta.enq_qdepth >= v.step_qlen) {
                 rec.prob = FRAC32_ONE;
                 rec.region = REGION_B;
-                fire = 1;
-            } else if (rec.rnd < rec.prob) {
-                fire = 1;
+                rec.fire = 1;
+            } else
+#endif
+            if (rec.rnd < rec.prob) {
+                rec.fire = 1;
             }
         }
         if (rec.region == REGION_NONE && rec.prob != 0) {
             rec.region = REGION_A;
         }
-        v.p32 = v.prob >> 16;
-        if (v.p32 > (bit<64>)FRAC32_ONE) {
-            v.p32 = (bit<64>)FRAC32_ONE;
+        // p' in FRAC32, saturated: p' <= 1.0, and only 1.0 is past FRAC32's range.
+        rec.state1 = (frac32_t)(v.prob >> 16);
+        if (v.prob == P48_ONE) {
+            rec.state1 = FRAC32_ONE;
         }
-        rec.state1 = (frac32_t)v.p32;
         store();
     }
 }

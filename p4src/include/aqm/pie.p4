@@ -33,6 +33,7 @@ const p48_t PIE_SAFE_P = 56294995342132;     // 0.2: below it (and a low delay) 
 const bit<64> PIE_DERAND_LOW = 239253730204058;    // 0.85 (P48)
 const bit<64> PIE_DERAND_HIGH = 2392537302040576;  // 8.5 (P48)
 
+// A port's PIE parameters and the control's working values: one header (red.p4 says why).
 header pie_h {
     pgain_t  alpha;         // P48 per USEC of delay
     pgain_t  beta;
@@ -46,6 +47,20 @@ header pie_h {
     p48_t    cap;           // the capped increase, or 1.0 (no cap)
     bit<32>  min_backlog;   // PKTS
     bit<8>   derandomize;
+    // The control's
+    bit<48> next;          // the next update (IntervalClock)
+    bit<32> missed;        // boundaries that passed without a departure
+    bit<8>  due;           // this packet runs the update
+    p48_t   prob;
+    usec_t  cur;           // this packet's current_qdelay
+    usec_t  prev;          // the packet before it's (the update's current_qdelay)
+    bit<96> up;            // alpha cur + beta cur, P48 widened
+    bit<96> down;          // alpha target + beta qdelay_old
+    bit<96> step;
+    bit<8>  shift;         // the auto-scaling band's
+    bit<64> accu;          // derandomisation: p accumulated since the last signal (P48)
+    bit<64> t;             // the idle orbit's position, steps * 2^16
+    bit<16> bucket;
 }
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
@@ -56,7 +71,8 @@ header pie_h {
                usec_t half_target, usec_t tupdate, bit<32> inv_tupdate, usec_t max_burst, \
                p48_t mark_ecnth, frac32_t decay, p48_t cap, bit<32> min_backlog, \
                bit<8> derandomize) { \
-        aqm_common(ALGO_PIE, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
+        aqm_common(ALGO_PIE, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
         meta.aqm.pie.setValid(); \
         meta.aqm.pie.alpha = alpha; \
         meta.aqm.pie.beta = beta; \
@@ -72,33 +88,14 @@ header pie_h {
         meta.aqm.pie.derandomize = derandomize; \
     }
 
-header pie_vars_h {
-    bit<32> missed;        // boundaries that passed without a departure
-    bit<8>  due;           // this packet runs the update
-    p48_t   prob;
-    usec_t  cur;           // this packet's current_qdelay
-    usec_t  prev;          // the packet before it's (the update's current_qdelay)
-    bit<96> up;            // alpha cur + beta cur, P48 widened
-    bit<96> down;          // alpha target + beta qdelay_old
-    bit<96> step;
-    bit<8>  shift;         // the auto-scaling band's
-    bit<64> accu;          // derandomisation: p accumulated since the last signal (P48)
-    bit<64> t;             // the idle orbit's position, steps * 2^16
-    bit<16> bucket;
-    p48_t   p32;
-}
-
 // record: deq_qdepth, prob = p (FRAC32), state0 = qdelay_old (USEC), state1 = burst allowance (USEC),
 // count = boundaries this packet closed (0, or 1 + missed), avg = the current_qdelay its
 // update used (USEC), event = EVENT_UPDATE when it ran the update, region = A while p > 0,
 // FORCED when an ECN-capable packet fires above mark_ecnth.
 control Pie(in bit<32> index,
-            in bit<1> fresh,
-            in bit<2> ecn_mode,
-            in pie_h p,
+            inout pie_h v,
             in standard_metadata_t std_meta,
-            inout aqm_record_h rec,
-            inout bit<1> fire) {   // 0 on entry (aqm_common_h)
+            inout aqm_record_h rec) {
 
     IntervalClock() clock;
     register<p48_t>(PORT_SLOTS) prob_reg;
@@ -106,7 +103,6 @@ control Pie(in bit<32> index,
     register<usec_t>(PORT_SLOTS) prev_reg;
     register<usec_t>(PORT_SLOTS) burst_reg;
     register<bit<64>>(PORT_SLOTS) accu_reg;
-    pie_vars_h v;
 
     // The idle orbit (pie.py): p between two of its points, as steps from its start.
     action orbit_position(bit<32> steps, p48_t top, bit<64> gain) {
@@ -160,24 +156,23 @@ control Pie(in bit<32> index,
     }
 
     apply {
-        v.setValid();
         load();
-        if (fresh == 1) {
+        if (rec.fresh == 1) {
             v.prob = 0;
             rec.state0 = 0;
             v.prev = 0;
-            rec.state1 = p.max_burst;
+            rec.state1 = v.max_burst;
             v.accu = 0;
         }
         if (rec.deq_qdepth != 0) {
             v.cur = std_meta.deq_timedelta;
         }
-        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.tupdate,
-                    p.inv_tupdate, v.due, v.missed);
+        clock.apply(index, rec.fresh, std_meta.egress_global_timestamp, v.tupdate,
+                    v.inv_tupdate, v.next, v.due, v.missed);
         if (v.due == 1) {
             rec.avg = v.prev;
-            v.up = (bit<96>)p.alpha * (bit<96>)v.prev + (bit<96>)p.beta * (bit<96>)v.prev;
-            v.down = (bit<96>)p.alpha_target + (bit<96>)p.beta * (bit<96>)rec.state0;
+            v.up = (bit<96>)v.alpha * (bit<96>)v.prev + (bit<96>)v.beta * (bit<96>)v.prev;
+            v.down = (bit<96>)v.alpha_target + (bit<96>)v.beta * (bit<96>)rec.state0;
             if (v.prob < PIE_BAND_6) {
                 v.shift = 11;
             } else if (v.prob < PIE_BAND_5) {
@@ -193,8 +188,8 @@ control Pie(in bit<32> index,
             }
             if (v.up >= v.down) {
                 v.step = (v.up - v.down) >> v.shift;
-                if (v.prob >= PIE_BAND_1 && v.step > (bit<96>)p.cap) {
-                    v.step = (bit<96>)p.cap;
+                if (v.prob >= PIE_BAND_1 && v.step > (bit<96>)v.cap) {
+                    v.step = (bit<96>)v.cap;
                 }
                 v.step = v.step + (bit<96>)v.prob;
                 if (v.step > (bit<96>)P48_ONE) {
@@ -210,11 +205,11 @@ control Pie(in bit<32> index,
                 }
             }
             if (v.prev == 0 && rec.state0 == 0) {
-                v.prob = (p48_t)(((bit<96>)v.prob * (bit<96>)p.decay) >> 32);
+                v.prob = (p48_t)(((bit<96>)v.prob * (bit<96>)v.decay) >> 32);
             }
             rec.state0 = v.prev;
-            if (rec.state1 > p.tupdate) {
-                rec.state1 = rec.state1 - p.tupdate;
+            if (rec.state1 > v.tupdate) {
+                rec.state1 = rec.state1 - v.tupdate;
             } else {
                 rec.state1 = 0;
             }
@@ -231,7 +226,7 @@ control Pie(in bit<32> index,
                     }
                     pie_idle_to.apply();
                 }
-                v.up = (bit<96>)p.tupdate * (bit<96>)v.missed;
+                v.up = (bit<96>)v.tupdate * (bit<96>)v.missed;
                 if ((bit<96>)rec.state1 > v.up) {
                     rec.state1 = rec.state1 - (bit<32>)v.up;
                 } else {
@@ -242,38 +237,38 @@ control Pie(in bit<32> index,
             rec.count = v.missed + 1;
         }
 
-        if (v.prob == 0 && v.cur < p.half_target && rec.state0 < p.half_target) {
-            rec.state1 = p.max_burst;
+        if (v.prob == 0 && v.cur < v.half_target && rec.state0 < v.half_target) {
+            rec.state1 = v.max_burst;
         }
-        v.p32 = v.prob >> 16;
-        if (v.p32 > (bit<64>)FRAC32_ONE) {
-            v.p32 = (bit<64>)FRAC32_ONE;
+        // p in FRAC32, saturated: p <= 1.0, and only 1.0 is past FRAC32's range.
+        rec.prob = (frac32_t)(v.prob >> 16);
+        if (v.prob == P48_ONE) {
+            rec.prob = FRAC32_ONE;
         }
-        rec.prob = (frac32_t)v.p32;
         if (rec.prob != 0) {
             rec.region = REGION_A;
         }
         if (rec.state1 == 0
-                && !(rec.state0 < p.half_target && v.prob < PIE_SAFE_P)
-                && (bit<32>)std_meta.enq_qdepth > p.min_backlog) {
-            if (p.derandomize == 0) {
+                && !(rec.state0 < v.half_target && v.prob < PIE_SAFE_P)
+                && (bit<32>)std_meta.enq_qdepth > v.min_backlog) {
+            if (v.derandomize == 0) {
                 if (rec.rnd < rec.prob) {
-                    fire = 1;
+                    rec.fire = 1;
                 }
             } else if (v.prob == 0) {
                 v.accu = 0;
             } else {
                 v.accu = v.accu + v.prob;
                 if (v.accu >= PIE_DERAND_HIGH) {
-                    fire = 1;
+                    rec.fire = 1;
                 } else if (v.accu >= PIE_DERAND_LOW && rec.rnd < rec.prob) {
-                    fire = 1;
+                    rec.fire = 1;
                 }
             }
-            if (fire == 1) {
+            if (rec.fire == 1) {
                 v.accu = 0;
-                if (ecn_mode != ECN_MODE_DROP && rec.ecn_in != (bit<8>)ECN_NOT_ECT
-                        && v.prob > p.mark_ecnth) {
+                if (rec.ecn_mode != ECN_MODE_DROP && rec.ecn_in != (bit<8>)ECN_NOT_ECT
+                        && v.prob > v.mark_ecnth) {
                     rec.region = REGION_FORCED;
                 }
             }

@@ -14,31 +14,19 @@
 // lookup: the controller writes, per bucket of 2^idle_shift microseconds, the factor at
 // the bucket's start and how much it falls across the bucket; the data plane interpolates
 // linearly. An idle time past the last bucket misses and resets the average to 0.
-
-header queue_avg_h {
-    bit<64> avg;             // QAVG
-    bit<64> q;               // QAVG
-    bit<48> last_departure;  // USEC48: when the previous packet left (start of idleness)
-    bit<48> idle;            // USEC48
-    bit<48> b;
-    bit<16> bucket;
-}
-
+// Working values in red_h (red.p4). record: avg.
 control QueueAverage(in bit<32> index,
-                     in bit<1> fresh,
-                     in frac32_t wq,
-                     in bit<8> idle_shift,
+                     inout red_h v,
                      in standard_metadata_t std_meta,
-                     out qpkt_t avg_qpkt) {
+                     inout aqm_record_h rec) {
 
     register<qavg_t>(PORT_SLOTS) avg_reg;
     register<bit<48>>(PORT_SLOTS) last_departure_reg;
-    queue_avg_h v;
 
     // avg *= the factor interpolated in the bucket (FRAC32).
     action decay(frac32_t start_factor, frac32_t drop_across) {
         v.avg = (qavg_t)(((bit<96>)v.avg * (bit<96>)INTERPOLATE(start_factor, drop_across,
-                             v.idle & ((48w1 << idle_shift) - 1), idle_shift)) >> 32);
+                             v.idle & ((48w1 << v.idle_shift) - 1), v.idle_shift)) >> 32);
     }
 
     action decay_to_zero() {
@@ -55,26 +43,31 @@ control QueueAverage(in bit<32> index,
         size = LOOKUP_ENTRIES;
     }
 
+    // The idle time and its bucket in one action (a table, where two would cost a table more).
+    action idle_time() {
+        v.idle = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta
+                 - v.last_departure;
+        v.bucket = v.idle >> v.idle_shift;
+    }
+
+    action no_idle_time() {
+        v.idle = 0;
+        v.bucket = 0;
+    }
+
     apply {
-        v.setValid();
         avg_reg.read(v.avg, index);
         last_departure_reg.read(v.last_departure, index);
-        if (fresh == 1) {
+        if (rec.fresh == 1) {
             v.avg = 0;
             v.last_departure = 0;
         }
         if (std_meta.enq_qdepth == 0) {
+            idle_time();
             // The previous departure can be stamped a little after this arrival.
-            v.idle = std_meta.egress_global_timestamp - (bit<48>)std_meta.deq_timedelta
-                     - v.last_departure;
             if (v.idle > 0x7fffffffffff) {
-                v.idle = 0;
+                no_idle_time();
             }
-            v.b = v.idle >> idle_shift;
-            if (v.b > (bit<48>)BUCKET_MAX) {
-                v.b = (bit<48>)BUCKET_MAX;
-            }
-            v.bucket = (bit<16>)v.b;
             idle_decay.apply();
         } else {
             v.q = (qavg_t)std_meta.enq_qdepth << 32;
@@ -82,14 +75,14 @@ control QueueAverage(in bit<32> index,
                 v.q = 64w0xffff00000000;   // QDEPTH_MAX packets
             }
             if (v.q >= v.avg) {
-                v.avg = v.avg + (qavg_t)(((bit<96>)(v.q - v.avg) * (bit<96>)wq) >> 32);
+                v.avg = v.avg + (qavg_t)(((bit<96>)(v.q - v.avg) * (bit<96>)v.wq) >> 32);
             } else {
-                v.avg = v.avg - (qavg_t)(((bit<96>)(v.avg - v.q) * (bit<96>)wq) >> 32);
+                v.avg = v.avg - (qavg_t)(((bit<96>)(v.avg - v.q) * (bit<96>)v.wq) >> 32);
             }
         }
         avg_reg.write(index, v.avg);
         last_departure_reg.write(index, std_meta.egress_global_timestamp);
-        avg_qpkt = (qpkt_t)(v.avg >> 16);
+        rec.avg = (qpkt_t)(v.avg >> 16);
     }
 }
 

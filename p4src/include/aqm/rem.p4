@@ -21,6 +21,7 @@ const bit<8> ALGO_REM = 6;
 const bit<32> REM_X_MAX = 0xffffff;
 const price_t REM_PRICE_MAX = 0x3fffffffffffffff;
 
+// A port's REM parameters and the control's working values: one header (red.p4 says why).
 header rem_h {
     price_t gamma_alpha;   // PRICE per packet of backlog
     price_t gamma;         // PRICE per arrival
@@ -29,26 +30,8 @@ header rem_h {
     bit<32> inv_interval;  // ceil(2^32 / interval)
     bit<8>  in_shift;
     bit<8>  mark_shift;
-}
-
-// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
-// an action writes the port's parameter headers without p4c copying them.
-#define REM_ACTION \
-    action rem(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
-               bit<2> ecn_mode, price_t gamma_alpha, price_t gamma, price_t down, \
-               usec_t interval, bit<32> inv_interval, bit<8> in_shift, bit<8> mark_shift) { \
-        aqm_common(ALGO_REM, ecn_mode, limit, epoch_id, prng_seed, use_bmv2_random); \
-        meta.aqm.rem.setValid(); \
-        meta.aqm.rem.gamma_alpha = gamma_alpha; \
-        meta.aqm.rem.gamma = gamma; \
-        meta.aqm.rem.down = down; \
-        meta.aqm.rem.interval = interval; \
-        meta.aqm.rem.inv_interval = inv_interval; \
-        meta.aqm.rem.in_shift = in_shift; \
-        meta.aqm.rem.mark_shift = mark_shift; \
-    }
-
-header rem_vars_h {
+    // The control's
+    bit<48> next;          // the next update (IntervalClock)
     bit<32> missed;        // intervals that passed without a packet
     bit<8>  due;           // this packet runs the update
     price_t price;
@@ -59,28 +42,43 @@ header rem_vars_h {
     bit<16> bucket;
 }
 
+// The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
+// an action writes the port's parameter headers without p4c copying them.
+#define REM_ACTION \
+    action rem(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+               bit<2> ecn_mode, price_t gamma_alpha, price_t gamma, price_t down, \
+               usec_t interval, bit<32> inv_interval, bit<8> in_shift, bit<8> mark_shift) { \
+        aqm_common(ALGO_REM, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+                   use_bmv2_random); \
+        meta.aqm.rem.setValid(); \
+        meta.aqm.rem.gamma_alpha = gamma_alpha; \
+        meta.aqm.rem.gamma = gamma; \
+        meta.aqm.rem.down = down; \
+        meta.aqm.rem.interval = interval; \
+        meta.aqm.rem.inv_interval = inv_interval; \
+        meta.aqm.rem.in_shift = in_shift; \
+        meta.aqm.rem.mark_shift = mark_shift; \
+    }
+
 // record: prob = marking probability (FRAC32), state0 = price * 2^16 (saturated),
 // state1 = x of the interval this packet closed, event = EVENT_UPDATE when it did (and then
 // deq_qdepth = the backlog it used), arr_seq.
 control Rem(in bit<32> index,
-            in bit<1> fresh,
-            in rem_h p,
+            inout rem_h v,
             in standard_metadata_t std_meta,
             in bit<32> arr_seq,
-            inout aqm_record_h rec,
-            inout bit<1> fire) {   // 0 on entry (aqm_common_h)
+            inout aqm_record_h rec) {
 
     IntervalClock() clock;
     register<price_t>(PORT_SLOTS) price_reg;
     register<frac32_t>(PORT_SLOTS) mark_reg;
     register<bit<32>>(PORT_SLOTS) seq_reg;
-    rem_vars_h v;
 
     // prob = 1 - phi^(-price), phi^(-price) interpolated in the bucket.
     action factor(frac32_t start_factor, frac32_t drop_across) {
         rec.prob = FRAC32_ONE - INTERPOLATE(start_factor, drop_across,
-                                            v.key & ((64w1 << p.mark_shift) - 1),
-                                            p.mark_shift);
+                                            v.key & ((64w1 << v.mark_shift) - 1),
+                                            v.mark_shift);
     }
 
     action beyond() {
@@ -98,20 +96,19 @@ control Rem(in bit<32> index,
     }
 
     apply {
-        v.setValid();
         price_reg.read(v.price, index);
         mark_reg.read(rec.prob, index);
         seq_reg.read(v.seq, index);
-        if (fresh == 1) {
+        if (rec.fresh == 1) {
             v.price = 0;
             rec.prob = 0;
             v.seq = arr_seq - 1;
         }
         rec.arr_seq = arr_seq;
-        clock.apply(index, fresh, std_meta.egress_global_timestamp, p.interval,
-                    p.inv_interval, v.due, v.missed);
+        clock.apply(index, rec.fresh, std_meta.egress_global_timestamp, v.interval,
+                    v.inv_interval, v.next, v.due, v.missed);
         if (v.due == 1) {
-            v.idle = (bit<96>)p.down * (bit<96>)v.missed;
+            v.idle = (bit<96>)v.down * (bit<96>)v.missed;
             if (v.idle >= (bit<96>)v.price) {
                 v.price = 0;
             } else {
@@ -122,21 +119,21 @@ control Rem(in bit<32> index,
             if (rec.state1 > REM_X_MAX) {
                 rec.state1 = REM_X_MAX;
             }
-            v.price = v.price + p.gamma_alpha * (bit<64>)rec.deq_qdepth
-                      + p.gamma * (bit<64>)rec.state1;
-            if (p.down >= v.price) {
+            v.price = v.price + v.gamma_alpha * (bit<64>)rec.deq_qdepth
+                      + v.gamma * (bit<64>)rec.state1;
+            if (v.down >= v.price) {
                 v.price = 0;
             } else {
-                v.price = v.price - p.down;
+                v.price = v.price - v.down;
             }
             if (v.price > REM_PRICE_MAX) {
                 v.price = REM_PRICE_MAX;
             }
-            v.key = v.price >> p.in_shift;
+            v.key = v.price >> v.in_shift;
             if (v.key > 0xffffffff) {
                 v.key = 0xffffffff;
             }
-            v.b = v.key >> p.mark_shift;
+            v.b = v.key >> v.mark_shift;
             if (v.b > (bit<64>)BUCKET_MAX) {
                 v.b = (bit<64>)BUCKET_MAX;
             }
@@ -146,7 +143,7 @@ control Rem(in bit<32> index,
             mark_reg.write(index, rec.prob);
             seq_reg.write(index, arr_seq);
             rec.event = EVENT_UPDATE;
-        } else if (fresh == 1) {
+        } else if (rec.fresh == 1) {
             price_reg.write(index, v.price);
             mark_reg.write(index, rec.prob);
             seq_reg.write(index, v.seq);
@@ -156,7 +153,7 @@ control Rem(in bit<32> index,
             rec.region = REGION_A;
         }
         if (rec.rnd < rec.prob) {
-            fire = 1;
+            rec.fire = 1;
         }
         v.key = v.price >> 16;
         if (v.key > 0xffffffff) {

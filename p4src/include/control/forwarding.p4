@@ -74,7 +74,11 @@ control Forwarding(inout headers_t hdr,
     }
 
     apply {
-        if (std_meta.parser_error != error.NoError && meta.l3_parsed == 0) {
+        if (std_meta.parser_error != error.NoError
+#ifdef P4AQM_WITH_L4_PORTS
+                && meta.l3_parsed == 0
+#endif
+                ) {
             drop(DROP_MALFORMED);
         } else if (hdr.ipv4.isValid()) {
             // RFC 1812 5.2.2's input checks, then the TTL. Bytes beyond the total length

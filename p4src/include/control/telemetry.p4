@@ -6,23 +6,15 @@
 // Live AQM state reaches the controller as PacketIn: a packet due for export is cloned
 // (egress to egress) to TELEMETRY_SESSION, whose replica goes to CPU_PORT; the clone's
 // egress pass (TelemetryFormat) turns it into a bare telemetry header.
-header export_vars_h {
-    bit<32> seq;
-    usec_t  last;
-    usec_t  now;
-    usec_t  interval;
-}
-
 control TelemetryExport(in bit<32> index,
-                        in bit<1> fresh,
                         in headers_t hdr,
                         in standard_metadata_t std_meta,
                         inout aqm_record_h rec,
+                        inout aqm_export_h v,
                         inout aqm_stamp_h stamp) {
 
     register<bit<32>>(PORT_SLOTS) tele_seq_reg;
     register<usec_t>(PORT_SLOTS) last_export_reg;
-    export_vars_h v;
 
     // interval_us = 0 exports every packet (conformance tests); otherwise at most one
     // record per interval, on the first packet after it. What the decision needs is loaded
@@ -64,51 +56,67 @@ control TelemetryExport(in bit<32> index,
 
     apply {
         if (telemetry_config.apply().hit) {
-            if (fresh == 1) {
+            if (rec.fresh == 1) {
                 v.seq = 0;
             }
             if (v.seq == 0 || v.now - v.last >= v.interval) {
                 v.seq = v.seq + 1;
-                rec.tele_seq = v.seq;
                 tele_seq_reg.write(index, v.seq);
                 last_export_reg.write(index, v.now);
                 stamp_packet();
                 if (hdr.ipv4.isValid()) {
                     stamp_ipv4();
                 }
-                // The clone copies the valid headers, meta.rec and meta.stamp among them.
+                // The clone copies the valid headers, meta.rec, meta.export and meta.stamp
+                // among them.
                 clone(CloneType.E2E, TELEMETRY_SESSION);
             }
         }
     }
 }
 
+// The fields a profile's record lacks (aqm_types.p4) stay 0, as made valid.
 control TelemetryFormat(inout headers_t hdr,
                         in aqm_record_h rec,
+                        in aqm_export_h export,
                         in aqm_stamp_h stamp) {
     apply {
         hdr.telemetry.setValid();
         hdr.telemetry.port = stamp.port;
         hdr.telemetry.epoch = rec.epoch;
         hdr.telemetry.pkt_seq = rec.pkt_seq;
-        hdr.telemetry.tele_seq = rec.tele_seq;
+        hdr.telemetry.tele_seq = export.seq;
         hdr.telemetry.enq_ts = stamp.enq_ts;
         hdr.telemetry.deq_timedelta = stamp.deq_timedelta;
         hdr.telemetry.egress_ts = stamp.egress_ts;
         hdr.telemetry.qdepth = stamp.qdepth;
+#ifdef P4AQM_RECORD_DEQ_QDEPTH
         hdr.telemetry.deq_qdepth = rec.deq_qdepth;
+#endif
+#ifdef P4AQM_WITH_ARRIVALS
         hdr.telemetry.arr_seq = rec.arr_seq;
+#endif
+#ifdef P4AQM_RECORD_AVG_COUNT
         hdr.telemetry.avg = rec.avg;
-        hdr.telemetry.prob = rec.prob;
         hdr.telemetry.count = rec.count;
+#endif
+#ifdef P4AQM_RECORD_PROB
+        hdr.telemetry.prob = rec.prob;
+#endif
         hdr.telemetry.rnd = rec.rnd;
+#ifdef P4AQM_RECORD_STATE
         hdr.telemetry.state0 = rec.state0;
         hdr.telemetry.state1 = rec.state1;
+        hdr.telemetry.event = rec.event;
+#endif
+#ifdef P4AQM_WITH_RTT_TRACKER
         hdr.telemetry.ingress_ts = rec.ingress_ts;
         hdr.telemetry.rtt = rec.rtt;
+#endif
         hdr.telemetry.ip_id = stamp.ip_id;
-        hdr.telemetry.event = rec.event;
+#ifdef P4AQM_RECORD_GROUP
         hdr.telemetry.group = rec.group;
+#endif
         hdr.telemetry.region = rec.region;
         hdr.telemetry.outcome = rec.outcome;
         hdr.telemetry.ecn_in = rec.ecn_in;

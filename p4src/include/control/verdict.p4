@@ -3,7 +3,8 @@
 
 #include "../headers.p4"
 
-// Carries out the algorithm's decision on the packet and counts every outcome per port.
+// Carries out the algorithm's decision on the packet and counts every outcome per port
+// (an AQM port's packets only: aqm_dispatch.p4 counts them all as seen).
 // ECN rules (RFC 3168; SPEC for MECN): Not-ECT is never marked, it is dropped where an
 // ECN-capable packet would be marked; CE never changes; a mark never lowers the level
 // already in the packet (ECT(0) < ECT(1) < CE). A mark sets the port's level_a in region A
@@ -11,14 +12,13 @@
 // without MECN only marks CE (profile.p4).
 // Drop counters are exclusive: prob_drops + forced_drops + overflow_drops is every drop;
 // notect_drops counts the subset that were Not-ECT packets an ECN mode would have marked.
+// A packet that passes (most of them) pays two conditions.
 control Verdict(in bit<32> index,
-                in bit<32> group_index,
-                in aqm_common_h c,
+                inout bit<32> group_index,
                 inout headers_t hdr,
                 inout standard_metadata_t std_meta,
                 inout aqm_record_h rec) {
 
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) seen;
     counter(PORT_SLOTS, CounterType.packets) prob_drops;
     counter(PORT_SLOTS, CounterType.packets) forced_drops;
     counter(PORT_SLOTS, CounterType.packets) overflow_drops;
@@ -28,18 +28,26 @@ control Verdict(in bit<32> index,
 #endif
     counter(PORT_SLOTS, CounterType.packets) marks_ce;
     // Marks and drops per group of the port (group_index = port * 4 + group; AECN's RTT
-    // groups, group 0 for the other algorithms).
+    // groups, PI2's classes, group 0 for the other algorithms).
     counter(PORT_SLOTS * 4, CounterType.packets) group_marks;
     counter(PORT_SLOTS * 4, CounterType.packets) group_drops;
 
+    // The group's counter index, as a metadata field: p4c makes a temporary of any other.
+    action group_of() {
+#ifdef P4AQM_RECORD_GROUP
+        group_index = (index << 2) | (bit<32>)rec.group;
+#else
+        group_index = index << 2;
+#endif
+    }
+
     apply {
-        // A port without AQM is only counted: everything else here is its AQM's.
-        seen.count(index);
-        if (c.isValid()) {
+        if (rec.fire == 1 || rec.region == REGION_FORCED
+                || (bit<32>)std_meta.enq_qdepth >= rec.limit) {
             bool forced = rec.region == REGION_FORCED;
-            bool ecn_marks = c.ecn_mode == ECN_MODE_MARK_ALWAYS
-                             || (c.ecn_mode == ECN_MODE_MARK && !forced);
-            if (c.fire == 1 || forced) {
+            bool ecn_marks = rec.ecn_mode == ECN_MODE_MARK_ALWAYS
+                             || (rec.ecn_mode == ECN_MODE_MARK && !forced);
+            if (rec.fire == 1 || forced) {
                 if (ecn_marks && rec.ecn_in != (bit<8>)ECN_NOT_ECT) {
                     rec.outcome = OUTCOME_MARK;
                 } else if (forced) {
@@ -49,16 +57,17 @@ control Verdict(in bit<32> index,
                 }
             }
             if ((rec.outcome == OUTCOME_PASS || rec.outcome == OUTCOME_MARK)
-                    && (bit<32>)std_meta.enq_qdepth >= c.limit) {
+                    && (bit<32>)std_meta.enq_qdepth >= rec.limit) {
                 rec.outcome = OUTCOME_OVERFLOW_DROP;
             }
 
+            group_of();
             if (rec.outcome == OUTCOME_MARK) {
                 group_marks.count(group_index);
 #ifdef P4AQM_WITH_MECN_LEVELS
-                if (rec.region == REGION_A && c.level_a != ECN_CE) {
+                if (rec.region == REGION_A && rec.level_a != ECN_CE) {
                     if (rec.ecn_in == (bit<8>)ECN_ECT0) {
-                        hdr.ipv4.ecn = c.level_a;
+                        hdr.ipv4.ecn = rec.level_a;
                     }
                     marks_incipient.count(index);
                 } else
@@ -67,7 +76,7 @@ control Verdict(in bit<32> index,
                     hdr.ipv4.ecn = ECN_CE;
                     marks_ce.count(index);
                 }
-            } else if (rec.outcome != OUTCOME_PASS) {
+            } else {
                 mark_to_drop(std_meta);
                 group_drops.count(group_index);
                 if (rec.outcome == OUTCOME_PROB_DROP) {

@@ -1,0 +1,85 @@
+#ifndef P4AQM_PROLOGUE_P4
+#define P4AQM_PROLOGUE_P4
+
+#include "../headers.p4"
+
+// What every AQM packet does first: its codepoint on arrival, its port's epoch and packet
+// number, and one random draw. In one control so that they share two tables (p4c makes a
+// table of every stretch of straight-line code, and every table costs every packet).
+//
+// Registers cannot be written over P4Runtime, so a port's AQM state is reset by writing a
+// new epoch number (with the aqm_config entry): the first packet that sees it starts from
+// a clean state (algorithm state 0, PRNG reseeded, sequence numbers from 1). rec.fresh is
+// 0 on entry (the record is zeroed) and set for that packet.
+//
+// The draw is one uniform FRAC32 per packet. The default is a per-port xorshift32 stream
+// (Marsaglia 2003) seeded by the controller, so runs are reproducible and the golden model
+// can follow the switch draw by draw; BMv2's random() is the unseedable alternative.
+control Prologue(in bit<32> index,
+                 in headers_t hdr,
+                 inout aqm_record_h rec) {
+
+    register<bit<16>>(PORT_SLOTS) epoch_reg;
+    register<bit<32>>(PORT_SLOTS) pkt_seq_reg;
+    register<bit<32>>(PORT_SLOTS) state_reg;    // the PRNG's
+
+    // A packet that is not IPv4 reads here what an earlier packet left in the header; it
+    // is set right below (the record is Not-ECT but for IPv4).
+    action load() {
+        rec.ecn_in = (bit<8>)hdr.ipv4.ecn;
+        epoch_reg.read(rec.epoch, index);
+        pkt_seq_reg.read(rec.pkt_seq, index);
+        rec.pkt_seq = rec.pkt_seq + 1;
+        pkt_seq_reg.write(index, rec.pkt_seq);
+        state_reg.read(rec.rnd, index);
+    }
+
+    action not_ipv4() {
+        rec.ecn_in = (bit<8>)ECN_NOT_ECT;
+    }
+
+    action restart() {
+        rec.fresh = 1;
+        rec.epoch = rec.epoch_id;
+        rec.pkt_seq = 1;
+    }
+
+    // An action of its own: in restart(), p4c would propagate the values' expressions into
+    // the register calls (temporaries, defines.p4).
+    action save_epoch() {
+        epoch_reg.write(index, rec.epoch);
+        pkt_seq_reg.write(index, rec.pkt_seq);
+    }
+
+    action xorshift() {
+        rec.rnd = rec.rnd ^ (rec.rnd << 13);
+        rec.rnd = rec.rnd ^ (rec.rnd >> 17);
+        rec.rnd = rec.rnd ^ (rec.rnd << 5);
+        state_reg.write(index, rec.rnd);
+    }
+
+    apply {
+        load();
+        if (!hdr.ipv4.isValid()) {
+            not_ipv4();
+        }
+        if (rec.epoch != rec.epoch_id) {
+            restart();
+            save_epoch();
+        }
+        if (rec.bmv2_random == 1) {
+            random(rec.rnd, 0, FRAC32_ONE);
+        } else {
+            if (rec.fresh == 1 || rec.rnd == 0) {
+                rec.rnd = rec.seed;
+                // xorshift32 never leaves 0; a zero seed would stall it.
+                if (rec.rnd == 0) {
+                    rec.rnd = 1;
+                }
+            }
+            xorshift();
+        }
+    }
+}
+
+#endif
