@@ -23,6 +23,7 @@ from analysis.results import run_metrics
 from experiments import factors
 from experiments.base import PlanOptions, configurations
 from experiments.catalog import EXPERIMENTS
+from control_plane.profiles import ALL
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 RESULTS = DOCS / "results"
@@ -106,8 +107,12 @@ def publish(folders: list[Path], name: str = MAIN, docs: Path = DOCS) -> list[Pa
                                         ", ".join(docs_figures.shown(f) for f in folders))
                    for png in drawn]
     changed = [list(f) for f in configs[0].get("factors", [])]
+    programs = sorted({c.get("program", ALL) for c in configs})
+    if len(programs) > 1:
+        raise PublishError(f"these runs ran on the programs {', '.join(programs)}: "
+                           "report them apart")
     doc = {"experiment": experiment_name, "name": name, "title": experiment.title,
-           "commits": commits(folders),
+           "commits": commits(folders), "program": programs[0],
            "repeats": max(m.get("repeats") and len(m["repeats"]) or 1 for _, _, m in runs),
            "configurations": len(runs), "runs": len(results),
            "factors": changed, "changed": factors.describe(tuple(map(tuple, changed))),
@@ -150,7 +155,7 @@ def provenance(doc: dict) -> str:
     repeats = doc["repeats"]
     return (f"{doc['runs']} runs ({doc['configurations']} configurations, "
             + ("one run each" if repeats == 1 else f"up to {repeats} repeats each")
-            + f") at commit {made}"
+            + f") at commit {made} on build profile `{doc['program']}`"
             + (f"; changed in every run: {doc['changed']}" if doc["changed"] else "")
             + (f". {doc['time']}" if doc["time"] else "."))
 

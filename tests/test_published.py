@@ -42,11 +42,12 @@ def docs(tmp_path):
     return tmp_path / "docs"
 
 
-def e8_folder(tmp_path):
+def e8_folder(tmp_path, name: str = "results"):
     """Finished E8 runs (two configurations, three repeats) as a run folder holds them:
-    configuration, versions, counters and telemetry (a delay that doubles at the step)."""
-    folder = tmp_path / "results"
-    plan = {s.label: s for s in publish.EXPERIMENTS["e8"].plan(publish.PlanOptions())}
+    configuration (on the plan's build profile), versions, counters and telemetry (a delay
+    that doubles at the step)."""
+    folder = tmp_path / name
+    plan = {s.label: s for s in publish.EXPERIMENTS["e8"].runs(publish.PlanOptions())}
     for seed in (1, 2, 3):
         for name, delay in (("codel", 6.0), ("droptail", 150.0)):
             label = f"{name}-reno-16f"
@@ -80,6 +81,7 @@ def test_publish_writes_the_summary_the_figures_and_the_pages(tmp_path, docs, mo
     written = publish.publish([folder], docs=docs)
     doc = json.loads((docs / "results" / "e8" / "main.json").read_text())
     assert doc["commits"] == ["abc123def456"] and doc["runs"] == 6
+    assert doc["program"] == "droptail-red_ecn-mecn-newque-blue-pi-rem-codel-pie"
     assert doc["configurations"] == 2 and doc["repeats"] == 3
     assert doc["time"] == "Time: 6 runs in 7.5 min (75 s per run)."
     assert {row["run"] for row in doc["rows"]} == {"codel-reno-16f", "droptail-reno-16f"}
@@ -87,6 +89,7 @@ def test_publish_writes_the_summary_the_figures_and_the_pages(tmp_path, docs, mo
     page = (docs / "experiments" / "e8.md").read_text()
     block = page.split(publish.BEGIN)[1].split(publish.END)[0]
     assert "### As planned" in block and "abc123def456" in block and "codel-reno-16f" in block
+    assert "on build profile `droptail-red_ecn-mecn-newque-blue-pi-rem-codel-pie`" in block
     overview = (docs / "experiments" / "reproductions.md").read_text()
     assert "[E8](e8.md)" in overview.split(publish.BEGIN)[1]
     assert docs / "experiments" / "e8.md" in written
@@ -107,5 +110,11 @@ def test_publish_refuses_what_it_cannot_take(tmp_path, capsys, monkeypatch, docs
     assert "no runs" in capsys.readouterr().err
     assert main(["publish", str(e8_folder(tmp_path)), "--as", "../escape"]) == 2
     assert "letters, digits" in capsys.readouterr().err
+    # Runs made on two programs (a sweep's machines at two revisions) are reported apart.
+    mixed = e8_folder(tmp_path, "mixed")
+    for path in mixed.glob("codel-*/config.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "program": "all"}))
+    with pytest.raises(publish.PublishError, match="programs all, .*report them apart"):
+        publish.publish([mixed], docs=docs)
     with pytest.raises(publish.PublishError, match="no block to generate"):
         publish.replaced("a page without markers", [])
