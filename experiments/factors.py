@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Callable, Iterable, Sequence
 
-from control_plane.aqm import Newque, Pi
+from control_plane.aqm import Aecn, Aqm, Newque, Pi
 from control_plane.build import DROP_AT
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from experiments.spec import TRANSPORTS, RunSpec
@@ -127,13 +127,13 @@ def _pmax(value: str) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
-def _newque_field(name: str, value) -> Callable[[RunSpec], RunSpec]:
-    """A NEWQUE parameter (others have parameters of the same name that mean other things:
-    REM's alpha and capacity, PIE's alpha and beta)."""
+def _field_of(kind: type[Aqm], name: str, value) -> Callable[[RunSpec], RunSpec]:
+    """A parameter of one algorithm only (others have parameters of the same name that mean
+    other things: REM's alpha and capacity, PIE's alpha and beta, PI's a and b)."""
     def apply(spec: RunSpec) -> RunSpec:
-        if not isinstance(spec.aqm, Newque):
-            raise FactorError(f"{spec.label}: {name} is NEWQUE's, not "
-                              f"{type(spec.aqm).__name__}'s (e.g. --only 'newque-*')")
+        if not isinstance(spec.aqm, kind):
+            raise FactorError(f"{spec.label}: {name} is {kind.action.upper()}'s, not "
+                              f"{type(spec.aqm).__name__}'s (e.g. --only '{kind.action}-*')")
         return replace(spec, aqm=replace(spec.aqm, **{name: value}))
     return apply
 
@@ -151,7 +151,7 @@ def _capacity(value: float) -> Callable[[RunSpec], RunSpec]:
     def apply(spec: RunSpec) -> RunSpec:
         topo = spec.topology
         links = [topo.bottleneck] if isinstance(topo, DumbbellSpec) else list(topo.links)
-        return _newque_field("capacity", value * min(link.pps for link in links))(spec)
+        return _field_of(Newque, "capacity", value * min(link.pps for link in links))(spec)
     return apply
 
 
@@ -246,15 +246,22 @@ FACTORS: dict[str, Factor] = {
                    _choice(("p1", "both")), _pmax),
     "ceiling": Factor("the most ARED and AMECN raise their probability to (the papers' 0.5)",
                       _number(0.02, 1), _ceiling),
-    "alpha": Factor("NEWQUE's increase step", _number(0, 1), lambda v: _newque_field("alpha", v)),
-    "beta": Factor("NEWQUE's decrease step", _number(0, 1), lambda v: _newque_field("beta", v)),
+    "alpha": Factor("NEWQUE's increase step", _number(0, 1),
+                    lambda v: _field_of(Newque, "alpha", v)),
+    "beta": Factor("NEWQUE's decrease step", _number(0, 1), lambda v: _field_of(Newque, "beta", v)),
     "min_interval": Factor("NEWQUE's pacing of its changes, s (0: every qualifying packet)",
-                           _number(0, 10), lambda v: _newque_field("min_interval", v)),
+                           _number(0, 10),
+                           lambda v: _field_of(Newque, "min_interval", v)),
     "capacity": Factor("NEWQUE's C, as a fraction of the bottleneck's packet rate",
                        _number(1e-3, 10), _capacity),
     "rate_of": Factor("what NEWQUE's rate estimate counts: arrivals (the seed's) or "
                       "departures", _choice(("arrivals", "departures")),
-                      lambda v: _newque_field("rate_of", v)),
+                      lambda v: _field_of(Newque, "rate_of", v)),
+    "aecn_a": Factor("AECN's a: the fragile group's max_p is maxp / a (default 2)",
+                     _number(1, 1e6), lambda v: _field_of(Aecn, "a", v)),
+    "aecn_b": Factor("AECN's b: the robust group's max_p is min(maxp b, 1) (default 2; 1: "
+                     "the average group's maxp)",
+                     _number(1, 1e6), lambda v: _field_of(Aecn, "b", v)),
     "gains": Factor("PI's gains a and b, both multiplied by this", _number(1e-3, 1e4), _gains),
     "cc": Factor("Linux congestion control of kernel TCP flows",
                  _choice(CONGESTION_CONTROLS), _cc),

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from control_plane.algorithms.base import Link
 from control_plane.aqm import Codel, Pie
-from experiments import factors
+from experiments import e5, factors
 from experiments.__main__ import main, resume_command
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
@@ -200,3 +201,39 @@ def test_gains_and_ceiling_change_what_they_name():
     assert {s.loop.ceiling for s in runs("e2", "ceiling=1.0", only="amecn-*")} == {1.0}
     with pytest.raises(factors.FactorError, match="no ARED or AMECN loop"):
         runs("e2", "ceiling=1.0", only="mecn-*")
+
+
+def test_aecn_s_a_and_b_change_aecn_s_group_maxima_only():
+    """Issue 25's control of E5's lockout at 240 flows: the robust group's max_p,
+    min(maxp b, 1), brought down to the average group's maxp (b = 1); a divides the
+    fragile group's. Both are refused for the runs without AECN."""
+    link = Link(float(e5.BOTTLENECK.pps))
+    plain = {s.label: s for s in runs("e5", only="aecn-*")}
+    changed = runs("e5", "aecn_b=1", "aecn_a=4", only="aecn-*")
+    assert {s.label for s in changed} == set(plain)
+    for spec in changed:
+        before = plain[spec.label].aqm
+        assert (spec.aqm.a, spec.aqm.b) == (4.0, 1.0) != (before.a, before.b)
+        assert replace(spec.aqm, a=before.a, b=before.b) == before
+        slopes = spec.aqm.encode(link).action.params
+        assert slopes["slope_robust"] == slopes["slope_average"]
+        assert slopes["slope_fragile"] == pytest.approx(slopes["slope_average"] / 4, rel=1e-3)
+        old = before.encode(link).action.params    # maxp 0.5, b 2: the robust group at 1
+        assert old["slope_robust"] == pytest.approx(2 * old["slope_average"], rel=1e-3)
+    assert [s.aqm.b for s in runs("e5", "aecn_b=1", only="rtt-*")] == [1.0] * 3
+    for name in ("aecn_a", "aecn_b"):
+        with pytest.raises(factors.FactorError, match=re.escape(
+                f"--factor {name}=1: ecn-240f: {name[-1]} is AECN's, not RedEcn's "
+                "(e.g. --only 'aecn-*')")):
+            runs("e5", f"{name}=1", only="ecn-240f")
+        with pytest.raises(factors.FactorError, match=re.escape("0.5 is outside [1, 1e+06]")):
+            factors.parse([f"{name}=0.5"])
+
+
+def test_the_factors_are_described_in_the_run_command_s_help(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100000")     # argparse's lines unbroken (short-transfer)
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for name, factor in factors.FACTORS.items():
+        assert f"{name}: {' '.join(factor.what.split())}" in shown
