@@ -24,8 +24,8 @@ import finsy as fy
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import PMAX_MAX, PMAX_MIN, AlphaVariant, amecn_step, ared_step
 from control_plane.algorithms.base import QueueSetting
-from control_plane.aqm import (DEFAULT_LIMIT, ConfigError, Ecnm, Mecn, PortConfig, Red, RedEcn,
-                               change, shown_input)
+from control_plane.aqm import (DEFAULT_LIMIT, Aqm, ConfigError, Ecnm, Mecn, PortConfig, Red,
+                               RedEcn, change, shown_input)
 from control_plane.bmv2 import QueueControl, SwitchError, queue_commands
 from control_plane.build import Artifacts
 from control_plane.forwarding import Route
@@ -329,6 +329,11 @@ class Controller:
         """set_port's work; the caller holds the lock. Returns the new configuration and
         what was done to the queue, for the change log."""
         new = change(view.config, algorithm, values)
+        return new, await self._write(view, new, reset=algorithm is not None)
+
+    async def _write(self, view: PortView, new: PortConfig, reset: bool) -> str:
+        """A port's new configuration on the switch, then kept; the caller holds the lock.
+        Returns what was done to the queue, for the change log."""
         self.switch.profile.check(new.aqm.action)
         if view.loop:
             try:
@@ -338,10 +343,21 @@ class Controller:
                                   f"('aqmctl loop {view.config.port} off')")
         self.require_switch()
         await self.switch.configure_port(self._with_loop_telemetry(new, view.loop),
-                                         reset=algorithm is not None)
+                                         reset=reset)
         before = view.queues()
         view.config = new
-        return new, await self._set_queues([view]) if view.queues() != before else ""
+        return await self._set_queues([view]) if view.queues() != before else ""
+
+    async def install(self, port: int, aqm: Aqm, source: str, reason: str) -> PortConfig:
+        """A whole algorithm, parameters as given, in place of the port's (an experiment's
+        scheduled change; the CLI changes parameters as text through set_port), its state
+        from zero."""
+        async with self._lock:
+            view = self.view(port)
+            new = replace(view.config, aqm=aqm)
+            queues = await self._write(view, new, reset=True)
+        self.log(port, source, reason + queues)
+        return new
 
     async def set_l2(self, mac: str, port: int | None) -> None:
         """Add or replace (port) or remove (None) an l2_exact entry, validated first."""

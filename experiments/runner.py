@@ -15,6 +15,7 @@ A run's folder holds:
                    transport's in the same shape (and its receiver's, flowNNN-receiver.json)
   transfers/*.json short-transfer client results; tcp.json per-host TCP segment counts
   s1/              the switch's log; d*.json the delay lines' counters
+  aqm_from.json    when each bottleneck's AQM replaced DropTail (RunSpec.aqm_from)
   metrics.json     computed metrics (see analysis/metrics.py); flows.csv per flow (per
                    stream of an iperf3 that carries several)
 """
@@ -212,6 +213,20 @@ def build_topology(spec: RunSpec, folder: Path, log_level: str):
     return ParkingLot(spec.topology, folder, log_level, priority_queues=queues)
 
 
+def port_views(spec: RunSpec, plan: SwitchPlan) -> dict[int, PortView]:
+    """A switch's ports as the run starts: the bottleneck's AQM (DropTail at its limit
+    until aqm_from), the other ports DropTail at WIDE_QUEUE."""
+    bn, views = plan.bottleneck, {}
+    for port in plan.ports:
+        if port == plan.bottleneck_port:
+            config = PortConfig(port=port, aqm=spec.first_aqm, link_pps=bn.pps, seed=spec.seed,
+                                telemetry_interval=spec.telemetry_interval)
+            views[port] = PortView(config, loop=spec.loop)
+        else:
+            views[port] = PortView(PortConfig(port=port, aqm=OTHER_PORTS, link_pps=10 * bn.pps))
+    return views
+
+
 class Run:
     def __init__(self, spec: RunSpec, folder: Path, artifacts: Artifacts,
                  on_progress=None, log_level: str = "off"):
@@ -267,7 +282,7 @@ class Run:
             self._phase("calibrating")
             minimum = self._calibrate(topo)
         self._phase("traffic")
-        self._traffic(topo, recorders, plans)
+        self._traffic(topo, recorders, plans, controllers)
         self._phase("saving its results")
         for recorder in recorders:
             recorder.running = False
@@ -306,16 +321,7 @@ class Run:
 
     def _start_controller(self, plan: SwitchPlan, controllers: list[ControllerThread]) -> None:
         spec, bn = self.spec, plan.bottleneck
-        ports = {}
-        for port in plan.ports:
-            if port == plan.bottleneck_port:
-                config = PortConfig(port=port, aqm=spec.aqm, link_pps=bn.pps, seed=spec.seed,
-                                    telemetry_interval=spec.telemetry_interval)
-                ports[port] = PortView(config, loop=spec.loop)
-            else:
-                ports[port] = PortView(PortConfig(port=port, aqm=OTHER_PORTS,
-                                                  link_pps=10 * bn.pps))
-        ctl = Controller(plan.node.grpc_address, self.artifacts, ports,
+        ctl = Controller(plan.node.grpc_address, self.artifacts, port_views(spec, plan),
                          [Route(*route) for route in plan.routes],
                          priority_queues=plan.node.priority_queues)
         with GUARD.deferred():   # its thread, recorded for the teardown to close
@@ -396,7 +402,23 @@ class Run:
                                    f"{READY_TIMEOUT:g} s: {line.strip() or 'no output'}")
         return proc
 
-    def _traffic(self, topo, recorders: list[Recorder], plans: list[SwitchPlan]) -> None:
+    def _install_aqm(self, plans: list[SwitchPlan], controllers: list[ControllerThread],
+                     start: float) -> None:
+        """The plan's AQM in place of DropTail on every bottleneck, aqm_from seconds in."""
+        spec, installed = self.spec, []
+        for plan, controller in zip(plans, controllers):
+            controller.call(controller.ctl.install(
+                plan.bottleneck_port, spec.aqm, "run",
+                f"{spec.aqm.action} in place of droptail, {spec.aqm_from:g} s into the run "
+                "(aqm_from)"))
+            # When the switch took it (a P4Runtime write takes a moment).
+            installed.append({"switch": plan.node.name, "planned": spec.aqm_from,
+                              "at": time.monotonic() - start})
+        (self.folder / "aqm_from.json").write_text(json.dumps(installed, indent=1))
+        LOG.info("%s installed at %.2f s", spec.aqm.action, installed[-1]["at"])
+
+    def _traffic(self, topo, recorders: list[Recorder], plans: list[SwitchPlan],
+                 controllers: list[ControllerThread]) -> None:
         spec = self.spec
         flows_dir = self.folder / "flows"
         flows_dir.mkdir(exist_ok=True)
@@ -449,6 +471,7 @@ class Run:
         stopped_late = False
         pending.sort(key=lambda p: p[0])
         steps, stepped = list(spec.rate_steps), []
+        held_back = spec.aqm_from > 0
         while pending or any(c.poll() is None for c in clients):
             now = time.monotonic() - start
             while pending and pending[0][0] <= now:
@@ -467,6 +490,9 @@ class Run:
                                 "at": time.monotonic() - start})
                 (self.folder / "rate_steps.json").write_text(json.dumps(stepped, indent=1))
                 LOG.info("bottleneck rate x%g at %.2f s", fraction, stepped[-1]["at"])
+            if held_back and spec.aqm_from <= now:
+                self._install_aqm(plans, controllers, start)
+                held_back = False
             if now > spec.duration + GRACE and not stopped_late:
                 # iperf3 needs its control connection to end a test; across a congested
                 # link that can take long. Interrupted, it still writes what it measured.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from control_plane.aqm import Aqm, DropTail
+from control_plane.aqm import Aqm, DropTail, NoAqm
 from control_plane.controller import LoopSpec
 from control_plane.profiles import ALL
 from topologies.dumbbell import DumbbellSpec
@@ -71,6 +71,10 @@ class RunSpec:
     # The switches' program: the build profile its plan compiled (factors.program), "all"
     # for a run recorded before profiles.
     program: str = ALL
+    # Seconds into the traffic before the bottleneck's AQM is installed; until then the port
+    # runs DropTail at the AQM's limit, so the flows connect without the AQM's drops
+    # (factors' aqm_from). 0: the AQM from the start.
+    aqm_from: float = 0.0
 
     @property
     def folder(self) -> str:
@@ -81,6 +85,11 @@ class RunSpec:
     def algorithms(self) -> set[str]:
         """What the run's switches run: the bottleneck's AQM, and the other ports'."""
         return {self.aqm.action, OTHER_PORTS.action}
+
+    @property
+    def first_aqm(self) -> Aqm:
+        """The bottleneck's algorithm as the run starts (the AQM itself from aqm_from)."""
+        return DropTail(limit=self.aqm.limit) if self.aqm_from else self.aqm
 
     def repeat(self, seed: int) -> "RunSpec":
         return replace(self, seed=seed, topology=replace(self.topology, seed=seed))
@@ -109,8 +118,30 @@ class RunSpec:
                 self.measure_from < self.measure_until <= self.duration):
             raise ValueError(f"{self.label}: measure_until must be after measure_from and "
                              "inside the run")
+        if self.aqm_from:
+            self._check_aqm_from()
         times = [t for t, _ in self.rate_steps]
         if times != sorted(times) or any(
                 not (0 < t < self.duration and 0 < f <= 10) for t, f in self.rate_steps):
             raise ValueError(f"{self.label}: rate steps must be in time order inside the run, "
                              f"each a fraction in (0, 10] of the rate, got {self.rate_steps}")
+
+    def _check_aqm_from(self) -> None:
+        """The AQM held back while the flows connect: every flow started before it, the
+        metrics' window after it, an AQM to hold back and no loop adapting it meanwhile."""
+        at = f"{self.label}: aqm_from {self.aqm_from:g} s"
+        if not 0 < self.aqm_from < self.duration:
+            raise ValueError(f"{at} is outside the {self.duration:g} s run")
+        if isinstance(self.aqm, (DropTail, NoAqm)):
+            raise ValueError(f"{at}: its bottleneck runs {self.aqm.action}, no AQM to hold back")
+        if self.loop is not None:
+            raise ValueError(f"{at}: its {self.loop.kind} loop adapts the AQM from the start")
+        if self.transfers is not None:
+            raise ValueError(f"{at}: its short transfers connect throughout the run")
+        if self.aqm_from > self.measure_from:
+            raise ValueError(f"{at} is after measure_from ({self.measure_from:g} s): the "
+                             "metrics would measure DropTail")
+        last = max(flow.start for flow in self.flows)
+        if last >= self.aqm_from:
+            raise ValueError(f"{at}: a flow starts at {last:g} s, when the AQM is already "
+                             "installed")

@@ -40,15 +40,17 @@ def test_a_run_counts_as_finished_only_with_its_metrics_and_the_same_spec(tmp_pa
 
 
 def test_a_run_recorded_before_a_field_existed_is_still_finished(tmp_path):
-    """config.json written before RunSpec had rate_steps, measure_until and program: the
-    spec that leaves them at their defaults is the one it ran (the program "all")."""
+    """config.json written before RunSpec had rate_steps, measure_until, program and
+    aqm_from: the spec that leaves them at their defaults is the one it ran (the program
+    "all")."""
     older = {k: v for k, v in jsonable(SPECS[0]).items()
-             if k not in ("rate_steps", "measure_until", "program")}
+             if k not in ("rate_steps", "measure_until", "program", "aqm_from")}
     ran(tmp_path, SPECS[0], config=older)
     assert finished(tmp_path, SPECS[0])
     stepped = replace(SPECS[0], rate_steps=((10.0, 0.5),))
     assert not finished(tmp_path, stepped)
     assert not finished(tmp_path, replace(SPECS[0], program="droptail-red_ecn"))
+    assert not finished(tmp_path, replace(SPECS[0], aqm_from=5.0))
 
 
 @pytest.fixture

@@ -174,3 +174,30 @@ def test_a_rate_step_slows_the_bottleneck_and_back(mininet_ready, artifacts, tmp
     m = run_metrics(folder)
     assert m["window_s"] == [1, 4] and m["utilisation"] > 0.6
     assert m["delay_p50_ms"] <= m["delay_p95_ms"] <= m["delay_p99_ms"]
+
+
+def test_aqm_from_installs_the_aqm_during_the_run(mininet_ready, artifacts, tmp_path):
+    """RunSpec.aqm_from (--factor aqm_from): the bottleneck runs DropTail at the AQM's limit
+    until 4 s into the traffic, RED+ECN after. Nothing is marked or dropped by the AQM
+    before, the Reno flow is marked after; the controller's log and aqm_from.json say when."""
+    bottleneck = Bottleneck(mbps=5, delay=0.005, buffer=50)
+    aqm = RedEcn(minth=3, maxth=9, maxp=0.2, wq=0.02, limit=50)
+    spec = RunSpec("test", "held",
+                   DumbbellSpec(senders=(Access(20, 0.005),), receivers=(Access(20, 0.001),),
+                                bottleneck=bottleneck, ecn=True),
+                   aqm, duration=9, flows=(Flow(0, 0),), measure_from=4, aqm_from=4)
+    folder = Run(spec, tmp_path / "run", artifacts).execute()
+    installed = json.loads((folder / "aqm_from.json").read_text())
+    assert [i["planned"] for i in installed] == [4.0]
+    assert 4.0 <= installed[0]["at"] <= 6.0
+    events = json.loads((folder / "events.json").read_text())
+    assert [e["message"] for e in events if e["source"] == "run"] == [
+        f"{aqm.action} in place of droptail, 4 s into the run (aqm_from)"]
+    counters = read_csv(folder / "counters.csv")
+
+    def signals(row: dict) -> float:
+        return row["marks_ce"] + row["marks_incipient"] + row["prob_drops"]
+    before = [c for c in counters if c["t"] < installed[0]["planned"]]
+    assert before and all(signals(c) == 0 for c in before)
+    assert counters[-1]["marks_ce"] > 0 and counters[-1]["seen_packets"] > before[-1][
+        "seen_packets"]
