@@ -166,6 +166,19 @@ def _gains(value: float) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def _aqm_from(value: float) -> Callable[[RunSpec], RunSpec]:
+    """The bottleneck's AQM installed `value` s into the run (RunSpec.aqm_from), where the
+    run allows it (RunSpec.check says why not)."""
+    def apply(spec: RunSpec) -> RunSpec:
+        changed = replace(spec, aqm_from=value)
+        try:
+            changed.check()
+        except ValueError as err:
+            raise FactorError(str(err)) from None
+        return changed
+    return apply
+
+
 def _drop(value: str) -> Callable[[RunSpec], RunSpec]:
     def apply(spec: RunSpec) -> RunSpec:
         if value == "enqueue" and getattr(type(spec.aqm), "reads_sojourn", False):
@@ -269,6 +282,11 @@ FACTORS: dict[str, Factor] = {
     "access": Factor("the senders' one-way access delay in ms (E4: long and cross senders)",
                      _number(0, 1000), _access),
     "clients": Factor("short-transfer clients (E7)", _number(1, 50, int), _clients),
+    "aqm_from": Factor("seconds into the run before the bottleneck's AQM is installed: until "
+                       "then DropTail at the AQM's limit, so the flows connect without the "
+                       "AQM's drops (a full queue still drops SYNs; retransmissions after it "
+                       "meet the AQM); after every flow's start, at most measure_from",
+                       _number(0, 3600), _aqm_from),
     "drop": Factor("where the AQM drops: dequeue (egress, BMv2's service slot spent) or "
                    "enqueue (ingress, before the queue, as Linux and ns-2)",
                    _choice(DROP_POINTS), _drop),

@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from control_plane.algorithms.base import Link
-from control_plane.aqm import Codel, Pie
+from control_plane.aqm import Codel, DropTail, Pie
 from experiments import e5, factors
 from experiments.__main__ import main, resume_command
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
+from experiments.runner import port_views
+from experiments.spec import OTHER_PORTS
+from topologies.nodes import SwitchPlan
 
 
 def runs(name: str, *texts: str, **opts):
@@ -237,3 +240,56 @@ def test_the_factors_are_described_in_the_run_command_s_help(capsys, monkeypatch
     shown = " ".join(capsys.readouterr().out.split())
     for name, factor in factors.FACTORS.items():
         assert f"{name}: {' '.join(factor.what.split())}" in shown
+
+
+def test_aqm_from_holds_the_aqm_back_while_the_flows_connect():
+    """Issue 25's other control of E5's lockout: DropTail at the AQM's limit until every
+    flow has started (and, by e5.SETUP, connected), the AQM after, the metrics later still."""
+    plain = {s.label: s for s in runs("e5", only="*-240f")}
+    held = runs("e5", "aqm_from=9", "buffer=60", only="*-240f")
+    assert {s.label for s in held} == set(plain)
+    for spec in held:
+        assert spec.aqm_from == 9.0 and spec.aqm == replace(plain[spec.label].aqm, limit=60)
+        assert spec.first_aqm == DropTail(limit=60)
+        assert max(f.start for f in spec.flows) < e5.SETUP < spec.aqm_from <= spec.measure_from
+    assert all(s.first_aqm == s.aqm for s in plain.values())
+
+
+@pytest.mark.parametrize("name, value, only, message", [
+    pytest.param("e5", "70", "aecn-240f", "aecn-240f: aqm_from 70 s is outside the 60 s run",
+                 id="beyond-the-run"),
+    pytest.param("e5", "11", "aecn-240f", "aecn-240f: aqm_from 11 s is after measure_from "
+                 "(10 s): the metrics would measure DropTail", id="after-measure-from"),
+    pytest.param("e5", "7", "aecn-240f", "aecn-240f: aqm_from 7 s: a flow starts at 7.15 s, "
+                 "when the AQM is already installed", id="before-a-flow-starts"),
+    pytest.param("e1", "4", "reno-droptail", "reno-droptail: aqm_from 4 s: its bottleneck "
+                 "runs droptail, no AQM to hold back", id="droptail"),
+    pytest.param("e2", "4", "amecn-up", "amecn-up: aqm_from 4 s: its amecn loop adapts the "
+                 "AQM from the start", id="loop"),
+    pytest.param("e7", "4", "ecn-q16", "ecn-q16: aqm_from 4 s: its short transfers connect "
+                 "throughout the run", id="transfers"),
+])
+def test_aqm_from_is_refused_where_it_makes_no_sense(name, value, only, message):
+    with pytest.raises(factors.FactorError, match=re.escape(f"--factor aqm_from={value}: ")
+                       + re.escape(message)):
+        runs(name, f"aqm_from={value}", only=only)
+
+
+def test_aqm_from_is_a_time_in_the_run():
+    with pytest.raises(factors.FactorError, match=re.escape("-1.0 is outside [0, 3600]")):
+        factors.parse(["aqm_from=-1"])
+    with pytest.raises(factors.FactorError, match="'soon' is not a number"):
+        factors.parse(["aqm_from=soon"])
+
+
+def test_the_runner_starts_the_bottleneck_on_droptail_until_aqm_from():
+    """The ports the controller is given as the run starts; the install at aqm_from is
+    test_mininet.py's test_aqm_from_installs_the_aqm_during_the_run."""
+    plan = SwitchPlan(node=None, ports=[1, 2, 3], routes=[], bottleneck_port=3,
+                      bottleneck=e5.BOTTLENECK)
+    for texts, first in (((), None), (("aqm_from=9",), DropTail(limit=120))):
+        spec = runs("e5", *texts, only="aecn-240f")[0]
+        views = port_views(spec, plan)
+        assert views[3].config.aqm == (first or spec.aqm) and views[3].loop is None
+        assert views[3].config.link_pps == e5.BOTTLENECK.pps
+        assert views[1].config.aqm == views[2].config.aqm == OTHER_PORTS
