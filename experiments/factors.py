@@ -166,11 +166,11 @@ def _gains(value: float) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
-def _aqm_from(value: float) -> Callable[[RunSpec], RunSpec]:
-    """The bottleneck's AQM installed `value` s into the run (RunSpec.aqm_from), where the
-    run allows it (RunSpec.check says why not)."""
+def _run_field(name: str, value) -> Callable[[RunSpec], RunSpec]:
+    """One of the run's own fields (aqm_from, duration), where the run allows the value
+    (RunSpec.check says why not)."""
     def apply(spec: RunSpec) -> RunSpec:
-        changed = replace(spec, aqm_from=value)
+        changed = replace(spec, **{name: value})
         try:
             changed.check()
         except ValueError as err:
@@ -286,7 +286,10 @@ FACTORS: dict[str, Factor] = {
                        "then DropTail at the AQM's limit, so the flows connect without the "
                        "AQM's drops (a full queue still drops SYNs; retransmissions after it "
                        "meet the AQM); after every flow's start, at most measure_from",
-                       _number(0, 3600), _aqm_from),
+                       _number(0, 3600), lambda v: _run_field("aqm_from", v)),
+    "duration": Factor("seconds each run lasts (its flows without an end run to it; the "
+                       "metrics' window from measure_from to the end)",
+                       _number(1, 3600), lambda v: _run_field("duration", v)),
     "drop": Factor("where the AQM drops: dequeue (egress, BMv2's service slot spent) or "
                    "enqueue (ingress, before the queue, as Linux and ns-2)",
                    _choice(DROP_POINTS), _drop),

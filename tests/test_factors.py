@@ -282,6 +282,21 @@ def test_aqm_from_is_a_time_in_the_run():
         factors.parse(["aqm_from=soon"])
 
 
+def test_duration_lengthens_every_run_and_its_measured_window():
+    """Issue 25's PI run of 300 s at 150 flows (E6): flows without an end run to the new
+    end; a run whose timed flows or measured window would fall outside it is refused."""
+    for before, after in zip(runs("e6", only="pi-150f-*"),
+                             runs("e6", "duration=300", only="pi-150f-*")):
+        assert (before.duration, after.duration) == (100.0, 300.0)
+        assert after.measure_from == before.measure_from and after.flows == before.flows
+        assert after.factors == (("duration", "300"),)
+    with pytest.raises(factors.FactorError, match=re.escape(
+            "--factor duration=8: aecn-240f: measure_from must be inside the run")):
+        runs("e5", "duration=8", only="aecn-240f")
+    with pytest.raises(factors.FactorError, match=re.escape("0.5 is outside [1, 3600]")):
+        factors.parse(["duration=0.5"])
+
+
 def test_the_runner_starts_the_bottleneck_on_droptail_until_aqm_from():
     """The ports the controller is given as the run starts; the install at aqm_from is
     test_mininet.py's test_aqm_from_installs_the_aqm_during_the_run."""
