@@ -42,26 +42,6 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 
-def blocks(rows: list[dict]) -> list[list[dict]]:
-    """Consecutive rows with the same columns: one table each (E5's RTT rows differ)."""
-    out: list[list[dict]] = []
-    for row in rows:
-        if out and list(out[-1][0]) == list(row):
-            out[-1].append(row)
-        else:
-            out.append([row])
-    return out
-
-
-def markdown_table(rows: list[dict]) -> list[str]:
-    lines: list[str] = []
-    for block in blocks(rows):
-        lines += ([""] if lines else []) + [
-            "| " + " | ".join(block[0]) + " |", "|" + "---|" * len(block[0]),
-            *["| " + " | ".join(str(v) for v in row.values()) + " |" for row in block]]
-    return lines
-
-
 def write_summary(folder: Path, experiment: Experiment, rows: list[dict], figures: list[Path],
                   claims: list[dict], timing: str, changed: str = "", program: str = "") -> None:
     if rows:
@@ -77,9 +57,9 @@ def write_summary(folder: Path, experiment: Experiment, rows: list[dict], figure
         lines += [f"Changed in every run: {changed}", ""]
     if experiment.claims:
         lines += ["Paper's claims:", *[f"- {c}" for c in experiment.claims], ""]
-    lines += markdown_table(rows)
+    lines += publish.table(rows)
     if claims:
-        lines += ["", "Claims beside our result:", "", *markdown_table(claims)]
+        lines += ["", "Claims beside our result:", "", *publish.table(claims)]
     if timing:
         lines += ["", timing]
     lines += ["", "Figures:", *[f"- {p.name}" for p in figures]]
@@ -380,7 +360,7 @@ def summarise(experiment: Experiment, folder: Path, results: list[tuple[str, Pat
     console.print(program)
     if changed:
         console.print(f"Changed in every run: {changed}")
-    for block in blocks(rows):
+    for block in publish.blocks(rows):
         table = Table(title=experiment.title)
         for column in block[0]:
             table.add_column(column, justify="right")

@@ -93,6 +93,12 @@ def commits(folders: list[Path]) -> list[str]:
                    for folder in folders for p in folder.glob("*/versions.json")})
 
 
+def shown(row: dict) -> dict:
+    """A table row as the summary prints it: an Estimate left in a row (a float to JSON)
+    becomes its text, mean ± interval (n)."""
+    return {k: str(v) if isinstance(v, float) else v for k, v in row.items()}
+
+
 def publish(folders: list[Path], name: str = MAIN, docs: Path = DOCS) -> list[Path]:
     """Take finished runs into the documentation under `name`; returns what it wrote."""
     experiment_name, results, configs = gather(folders)
@@ -116,7 +122,7 @@ def publish(folders: list[Path], name: str = MAIN, docs: Path = DOCS) -> list[Pa
            "repeats": max(m.get("repeats") and len(m["repeats"]) or 1 for _, _, m in runs),
            "configurations": len(runs), "runs": len(results),
            "factors": changed, "changed": factors.describe(tuple(map(tuple, changed))),
-           "time": timing(folders[0]), "rows": rows,
+           "time": timing(folders[0]), "rows": [shown(row) for row in rows],
            "claims": experiment.verdicts(runs) if experiment.verdicts else [],
            "figures": [p.name for p in written]}
     out = docs / "results" / experiment_name / f"{name}.json"
@@ -142,12 +148,25 @@ def cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def blocks(rows: list[dict]) -> list[list[dict]]:
+    """Consecutive rows with the same columns: one table each (E5's RTT rows differ)."""
+    out: list[list[dict]] = []
+    for row in rows:
+        if out and list(out[-1][0]) == list(row):
+            out[-1].append(row)
+        else:
+            out.append([row])
+    return out
+
+
 def table(rows: list[dict]) -> list[str]:
-    if not rows:
-        return []
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-            + ["| " + " | ".join(cell(row.get(c, "")) for c in columns) + " |" for row in rows])
+    """Markdown: one table per block of rows with the same columns, a blank line between."""
+    lines: list[str] = []
+    for block in blocks(rows):
+        lines += ([""] if lines else []) + [
+            "| " + " | ".join(block[0]) + " |", "|" + "---|" * len(block[0]),
+            *["| " + " | ".join(cell(v) for v in row.values()) + " |" for row in block]]
+    return lines
 
 
 def provenance(doc: dict) -> str:

@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from analysis.stats import Estimate
 from experiments import publish
 from experiments.__main__ import main
 from experiments.runner import jsonable
@@ -100,6 +101,21 @@ def test_publish_writes_the_summary_the_figures_and_the_pages(tmp_path, docs, mo
     page = (docs / "experiments" / "e8.md").read_text()
     assert page.index("### As planned") < page.index("### Controlled: again")
     assert (docs / "figures" / "e8" / "again").is_dir()
+
+
+def test_rows_are_published_as_the_summary_prints_them():
+    """An Estimate left in a row is a float to JSON: published as its text; rows of other
+    columns (E5's RTT runs) make a table of their own."""
+    rows = [publish.shown(row) for row in (
+        {"run": "ecn-60f", "lockout": Estimate([0, 1, 1])},
+        {"run": "aecn-60f", "lockout": Estimate([2, 0, 1])},
+        {"run": "rtt-fragile.s1", "group": "fragile", "error_ms": "0.64"})]
+    assert rows[0]["lockout"] == str(Estimate([0, 1, 1])) == "0.667 ± 1.43 (n=3)"
+    json.loads(json.dumps(rows))
+    assert publish.table(rows) == [
+        "| run | lockout |", "|---|---|", "| ecn-60f | 0.667 ± 1.43 (n=3) |",
+        "| aecn-60f | 1.00 ± 2.48 (n=3) |", "",
+        "| run | group | error_ms |", "|---|---|---|", "| rtt-fragile.s1 | fragile | 0.64 |"]
 
 
 def test_publish_refuses_what_it_cannot_take(tmp_path, capsys, monkeypatch, docs):
