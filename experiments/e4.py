@@ -22,8 +22,8 @@ SCALING = ("the paper's scale: 3 congested links of 1 250 packets/s (the paper's
            "access 10 ms (the paper does not say); automatic thresholds from target "
            f"delays 20/40/80 ms on every link; {DURATION:g} s runs measured over the "
            "last 50 s; on 2 cores the three switches keep their rate only with a BMv2 "
-           "built without logging macros (P4AQM_BMV2; `switch kept rate`: 0.68 in one "
-           "run with the default build); " + SEED_001_SENDERS)
+           "built without logging macros (P4AQM_BMV2; `switch kept rate` 0.69 - 0.95 in "
+           "single runs with the default build); " + SEED_001_SENDERS)
 
 CLAIMS = ["AMECN on all routers gives a higher overall throughput than ARED at the same "
           "summed queueing delay"]
