@@ -289,13 +289,12 @@ def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, Peer]
 def head_to_head(counted: dict[str, dict], peers: dict[str, Peer]) -> list[dict]:
     """Each peer that names an algorithm against ours running it, on "all" and on its
     one-algorithm profile (None where the run did not count that case), at 64 B."""
+    def count(case: str) -> float | None:
+        return counted[case]["instructions_per_packet"] if case in counted else None
     rows = []
     for name, peer in peers.items():
         if peer.algorithm is None:
             continue
-
-        def count(case: str) -> float | None:
-            return counted[case]["instructions_per_packet"] if case in counted else None
         theirs = count(f"{name}-64B")
         ours_all = count(f"{peer.algorithm}-64B")
         ours_profile = count(f"{peer.algorithm}-64B@{peer.algorithm}")

@@ -73,17 +73,15 @@ def inclusive(annotated: str) -> dict[str, int]:
     return found
 
 
-def breakdown(annotated: str) -> dict[str, int]:
-    """PARTS' instructions from callgrind_annotate --inclusive=yes output (0 if absent)."""
-    found = inclusive(annotated)
+def breakdown(found: dict[str, int]) -> dict[str, int]:
+    """PARTS' instructions from the inclusive counts (0 if absent)."""
     parts = {name: found.get(function, 0) for name, function in PARTS.items()}
     parts["match_action"] -= parts["zero_headers_made_valid"]
     return parts
 
 
-def steps(annotated: str) -> dict[str, int]:
-    """STEPS' instructions from the same output (0 if absent)."""
-    found = inclusive(annotated)
+def steps(found: dict[str, int]) -> dict[str, int]:
+    """STEPS' instructions from the same counts (0 if absent)."""
     return {name: found.get(function, 0) for name, function in STEPS.items()}
 
 
@@ -153,10 +151,10 @@ def measure(name: str, workdir: Path, ports: tuple[int, ...], frames: list[bytes
         raise RuntimeError(f"{name}: only {forwarded} of {len(frames)} packets forwarded "
                            "under callgrind")
     per_packet = (busy - idle) / forwarded
-    annotated = _annotate(dump)
-    parts = {name: count / forwarded for name, count in breakdown(annotated).items()}
+    found = inclusive(_annotate(dump))
+    parts = {name: count / forwarded for name, count in breakdown(found).items()}
     parts["rest"] = per_packet - sum(parts.values())
     return {"instructions_per_packet": per_packet, "forwarded": forwarded,
             "sent": len(frames), "idle_instructions": idle, "parts_per_packet": parts,
             "steps_per_packet": {name: count / forwarded
-                                 for name, count in steps(annotated).items()}}
+                                 for name, count in steps(found).items()}}
