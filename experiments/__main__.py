@@ -402,13 +402,13 @@ def report(folders: list[Path], out: Path | None = None) -> int:
     return 0
 
 
-def publish_command(folders: list[Path], name: str) -> int:
+def publish_command(folders: list[Path], name: str, beside: list[Path]) -> int:
     if not name.replace("-", "").replace("_", "").isalnum() or not name.isascii():
         print(f"experiments: --as {name[:40]!r}: letters, digits, - and _ only",
               file=sys.stderr)
         return 2
     try:
-        written = publish.publish(folders, name)
+        written = publish.publish(folders, name, beside=beside)
     except (publish.PublishError, docs_figures.FigureError) as err:
         print(f"experiments: {err}", file=sys.stderr)
         return 2
@@ -482,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     out.add_argument("--as", dest="as_name", default=publish.MAIN, metavar="NAME",
                      help="the name it is published under: `main` (default) for the plan "
                           "as it stands, another for a controlled run (e.g. wait-1)")
+    out.add_argument("--beside", type=Path, action="append", default=[], metavar="FOLDER",
+                     help="a folder of the plan's runs: the configurations the controlled "
+                          "runs lack are taken from it, shown and judged with them (e.g. "
+                          "`--only 'newque-*'` runs beside `make e6`'s others)")
     # Stopping a run, however it is asked for, goes through its clean-up: SIGTERM too, and
     # SIGINT even when a background shell started us with it ignored.
     GUARD.install()
@@ -497,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
                 phase(f"report of {', '.join(map(str, args.folders))}")
                 return report(args.folders, args.out)
             if args.command == "publish":
-                return publish_command(args.folders, args.as_name)
+                return publish_command(args.folders, args.as_name, args.beside)
             try:
                 opts = PlanOptions(args.loss, args.kernel_tcp, args.full, args.repeat,
                                    args.only, factors.parse(args.factor))

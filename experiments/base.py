@@ -74,12 +74,13 @@ class Experiment:
     def runs(self, opts: PlanOptions) -> list[RunSpec]:
         """The plan, each configuration repeated with seeds 1..N, repeats of a configuration
         together, each run naming the program they all run (factors.program: the smallest
-        build profile that holds the algorithms of these runs, `--only` leaving some out)."""
+        build profile that holds the algorithms of these runs, `--only` leaving some out
+        unless `--factor program=plan`)."""
         n = opts.repeat or self.repeat
         specs = [factors.apply(spec, opts.factors).repeat(seed)
                  for spec in self.plan(opts) for seed in range(1, n + 1)
                  if opts.only is None or fnmatch.fnmatchcase(spec.label, opts.only)]
-        program = factors.program(opts.factors, specs).name
+        program = factors.program(opts.factors, specs, self.plan(opts)).name
         return [replace(spec, program=program) for spec in specs]
 
 

@@ -19,8 +19,8 @@ from topologies.dumbbell import DumbbellSpec
 
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
 DROP_POINTS = tuple(DROP_AT)
-SMALLEST = "profile"
-PROGRAMS = (SMALLEST, ALL)
+SMALLEST, PLAN = "profile", "plan"
+PROGRAMS = (SMALLEST, PLAN, ALL)
 
 
 class FactorError(ValueError):
@@ -198,12 +198,16 @@ def drop_point(factors: tuple[tuple[str, str], ...]) -> str:
     return dict(factors).get("drop", "dequeue")
 
 
-def program(factors: tuple[tuple[str, str], ...], specs: Iterable[RunSpec]) -> Profile:
+def program(factors: tuple[tuple[str, str], ...], specs: Iterable[RunSpec],
+            planned: Iterable[RunSpec] = ()) -> Profile:
     """The plan's program (control_plane.build's --algorithms): the smallest build profile
-    that holds every run's algorithms, or "all" (--factor program=all), the other factor
-    that changes the compiled program rather than the runs."""
-    if dict(factors).get("program", SMALLEST) == ALL:
+    that holds every run's algorithms; with --factor program=plan, every planned run's,
+    `--only` leaving none out (a controlled run on its baseline's program); or "all"
+    (--factor program=all). The other factor that changes the program, not the runs."""
+    chosen = dict(factors).get("program", SMALLEST)
+    if chosen == ALL:
         return ALL_PROFILE
+    specs = [*specs, *(planned if chosen == PLAN else ())]
     return Profile.of(a for spec in specs for a in spec.algorithms)
 
 
@@ -294,7 +298,9 @@ FACTORS: dict[str, Factor] = {
                    "enqueue (ingress, before the queue, as Linux and ns-2)",
                    _choice(DROP_POINTS), _drop),
     "program": Factor("the switches' program: profile (the smallest build profile holding "
-                      "the plan's algorithms, the default) or all (every algorithm's, as "
+                      "the algorithms of the runs made, the default), plan (the smallest "
+                      "holding every planned run's, `--only` leaving none out: a controlled "
+                      "run on its baseline's program) or all (every algorithm's, as "
                       "before profiles: BMv2 pays per packet for what a program holds)",
                       _choice(PROGRAMS), _program),
 }

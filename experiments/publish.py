@@ -99,10 +99,30 @@ def shown(row: dict) -> dict:
     return {k: str(v) if isinstance(v, float) else v for k, v in row.items()}
 
 
-def publish(folders: list[Path], name: str = MAIN, docs: Path = DOCS) -> list[Path]:
-    """Take finished runs into the documentation under `name`; returns what it wrote."""
+def publish(folders: list[Path], name: str = MAIN, docs: Path | None = None,
+            beside: list[Path] | None = None) -> list[Path]:
+    """Take finished runs into the documentation under `name`; returns what it wrote.
+    `beside`: folders of unchanged runs (the plan's) whose configurations the controlled
+    runs lack, shown and judged with them (E6's NEWQUE readings beside the others)."""
+    docs = docs or DOCS
     experiment_name, results, configs = gather(folders)
     experiment = EXPERIMENTS[experiment_name]
+    changed = [list(f) for f in configs[0].get("factors", [])]
+    own = len(results)
+    others: dict = {}
+    if beside:
+        base_name, base_results, base_configs = gather(beside)
+        if base_name != experiment_name:
+            raise PublishError(f"the runs beside are {base_name}'s, not {experiment_name}'s")
+        ours = {label for label, _, _ in results}
+        added = [r for r in base_results if r[0] not in ours]
+        if not added:
+            raise PublishError("every configuration beside is among the runs published: "
+                               "nothing to add")
+        results += added
+        configs += [c for c in base_configs if c["label"] not in ours]
+        others = {"runs": len(added), "commits": commits(beside),
+                  "changed": factors.describe(tuple(base_configs[0].get("factors", [])))}
     plan = experiment.plan(PlanOptions(full=True))
     runs = configurations(results, plan)
     figure_dir = docs / "figures" / experiment_name / ("" if name == MAIN else name)
@@ -112,16 +132,18 @@ def publish(folders: list[Path], name: str = MAIN, docs: Path = DOCS) -> list[Pa
         written = [docs_figures.publish(png, figure_dir / png.name,
                                         ", ".join(docs_figures.shown(f) for f in folders))
                    for png in drawn]
-    changed = [list(f) for f in configs[0].get("factors", [])]
     programs = sorted({c.get("program", ALL) for c in configs})
     if len(programs) > 1:
         raise PublishError(f"these runs ran on the programs {', '.join(programs)}: "
-                           "report them apart")
+                           "report them apart" + (" (controlled runs keep their baseline's "
+                                                  "program with --factor program=plan)"
+                                                  if beside else ""))
     doc = {"experiment": experiment_name, "name": name, "title": experiment.title,
            "commits": commits(folders), "program": programs[0],
            "repeats": max(m.get("repeats") and len(m["repeats"]) or 1 for _, _, m in runs),
            "configurations": len(runs), "runs": len(results),
            "factors": changed, "changed": factors.describe(tuple(map(tuple, changed))),
+           **({"own_runs": own, "beside": others} if others else {}),
            "time": timing(folders[0]), "rows": [shown(row) for row in rows],
            "claims": experiment.verdicts(runs) if experiment.verdicts else [],
            "figures": [p.name for p in written]}
@@ -170,13 +192,21 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def provenance(doc: dict) -> str:
-    made = ", ".join(doc["commits"])
     repeats = doc["repeats"]
-    return (f"{doc['runs']} runs ({doc['configurations']} configurations, "
-            + ("one run each" if repeats == 1 else f"up to {repeats} repeats each")
-            + f") at commit {made} on build profile `{doc['program']}`"
-            + (f"; changed in every run: {doc['changed']}" if doc["changed"] else "")
-            + (f". {doc['time']}" if doc["time"] else "."))
+    head = (f"{doc['runs']} runs ({doc['configurations']} configurations, "
+            + ("one run each" if repeats == 1 else f"up to {repeats} repeats each") + ")")
+    made = f"at commit {', '.join(doc['commits'])}"
+    others = doc.get("beside")
+    if others:      # controlled runs beside the plan's other configurations
+        text = (f"{head} on build profile `{doc['program']}`: {doc['own_runs']} {made}"
+                + (f", changed: {doc['changed']}" if doc["changed"] else "")
+                + f"; beside them, the other configurations' {others['runs']} runs at commit "
+                + ", ".join(others["commits"])
+                + (f", changed: {others['changed']}" if others["changed"] else ", unchanged"))
+    else:
+        text = (f"{head} {made} on build profile `{doc['program']}`"
+                + (f"; changed in every run: {doc['changed']}" if doc["changed"] else ""))
+    return text + (f". {doc['time']}" if doc["time"] else ".")
 
 
 def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:

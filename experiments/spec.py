@@ -128,7 +128,8 @@ class RunSpec:
 
     def _check_aqm_from(self) -> None:
         """The AQM held back while the flows connect: every flow started before it, the
-        metrics' window after it, an AQM to hold back and no loop adapting it meanwhile."""
+        metrics' window after it, an AQM to hold back and no loop adapting it or rate step
+        re-queueing it meanwhile."""
         at = f"{self.label}: aqm_from {self.aqm_from:g} s"
         if not 0 < self.aqm_from < self.duration:
             raise ValueError(f"{at} is outside the {self.duration:g} s run")
@@ -141,6 +142,10 @@ class RunSpec:
         if self.aqm_from > self.measure_from:
             raise ValueError(f"{at} is after measure_from ({self.measure_from:g} s): the "
                              "metrics would measure DropTail")
+        early = [t for t, _ in self.rate_steps if t <= self.aqm_from]
+        if early:
+            raise ValueError(f"{at}: its bottleneck's rate steps at {early[0]:g} s, before "
+                             "the AQM (installing it sets the queues at the link's rate)")
         last = max(flow.start for flow in self.flows)
         if last >= self.aqm_from:
             raise ValueError(f"{at}: a flow starts at {last:g} s, when the AQM is already "

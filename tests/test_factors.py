@@ -169,8 +169,19 @@ def test_the_program_factor_changes_the_program_not_the_runs():
     assert {s.program for s in everything} == {"all"} != {s.program for s in plain}
     assert everything[0].factors == (("program", "all"),)
     assert runs("e7", "program=profile")[0].program == plain[0].program
-    with pytest.raises(factors.FactorError, match="'every' is not one of profile, all"):
+    with pytest.raises(factors.FactorError, match="'every' is not one of profile, plan, all"):
         factors.parse(["program=every"])
+
+
+def test_a_controlled_run_can_keep_its_baseline_s_program():
+    """E6's NEWQUE readings beside the other algorithms' runs of `make e6`: `--only` alone
+    compiles a smaller program, `program=plan` the one the whole plan compiled."""
+    baseline = runs("e6")[0].program
+    alone = runs("e6", "capacity=0.125", only="newque-*")
+    kept = runs("e6", "capacity=0.125", "program=plan", only="newque-*")
+    assert alone[0].program == "droptail-newque" != baseline
+    assert {s.program for s in kept} == {baseline}
+    assert [replace(s, program=alone[0].program, factors=alone[0].factors) for s in kept] == alone
 
 
 @pytest.mark.parametrize("aqm", [Codel(), Pie()], ids=["codel", "pie"])
@@ -273,6 +284,16 @@ def test_aqm_from_is_refused_where_it_makes_no_sense(name, value, only, message)
     with pytest.raises(factors.FactorError, match=re.escape(f"--factor aqm_from={value}: ")
                        + re.escape(message)):
         runs(name, f"aqm_from={value}", only=only)
+
+
+def test_aqm_from_comes_before_the_rate_steps():
+    """E8's halving at 40 s comes after any aqm_from its 15 s window allows; a step before
+    the install would be undone by it (the AQM's queues set at the link's rate)."""
+    held = runs("e8", "aqm_from=9", only="codel-reno-1f")[0]
+    assert held.aqm_from == 9.0 and held.rate_steps[0][0] == 40.0
+    with pytest.raises(ValueError, match=re.escape(
+            "codel-reno-1f: aqm_from 9 s: its bottleneck's rate steps at 5 s, before the AQM")):
+        replace(held, rate_steps=((5.0, 0.5), (40.0, 1.0))).check()
 
 
 def test_aqm_from_is_a_time_in_the_run():

@@ -103,6 +103,40 @@ def test_publish_writes_the_summary_the_figures_and_the_pages(tmp_path, docs, mo
     assert (docs / "figures" / "e8" / "again").is_dir()
 
 
+def test_controlled_runs_are_published_beside_the_plan_s_others(tmp_path, docs, monkeypatch):
+    """`--only 'codel-*' --factor duration=60` judged beside the plan's DropTail runs: the
+    claims need both; the page says which runs changed and where the others came from."""
+    monkeypatch.setattr(publish, "DOCS", docs)
+    baseline = e8_folder(tmp_path)
+    controlled = e8_folder(tmp_path, "controlled")
+    for run in controlled.glob("*/config.json"):
+        if run.parent.name.startswith("droptail-"):
+            shutil.rmtree(run.parent)
+        else:
+            run.write_text(json.dumps({**json.loads(run.read_text()),
+                                       "factors": [["duration", "60"]]}))
+            (run.parent / "versions.json").write_text(json.dumps({"p4aqm": "fedcba654321"}))
+    assert main(["publish", str(controlled), "--as", "longer", "--beside", str(baseline)]) == 0
+    doc = json.loads((docs / "results" / "e8" / "longer.json").read_text())
+    assert doc["runs"] == 6 and doc["own_runs"] == 3 and doc["beside"]["runs"] == 3
+    assert doc["commits"] == ["fedcba654321"] and doc["beside"]["commits"] == ["abc123def456"]
+    assert {row["run"] for row in doc["rows"]} == {"codel-reno-16f", "droptail-reno-16f"}
+    assert doc["claims"] and doc["changed"].startswith("duration=60")
+    block = (docs / "experiments" / "e8.md").read_text().split("### Controlled: longer")[1]
+    assert ("3 at commit fedcba654321, changed: duration=60" in block
+            and "the other configurations' 3 runs at commit abc123def456, unchanged" in block)
+    # Alone, the controlled runs hold no DropTail row.
+    publish.publish([controlled], "alone", docs=docs)
+    alone = json.loads((docs / "results" / "e8" / "alone.json").read_text())
+    assert [row["run"] for row in alone["rows"]] == ["codel-reno-16f"] and "beside" not in alone
+    with pytest.raises(publish.PublishError, match="nothing to add"):
+        publish.publish([baseline], "same", docs=docs, beside=[baseline])
+    for path in baseline.glob("droptail-*/config.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "program": "droptail"}))
+    with pytest.raises(publish.PublishError, match="report them apart .*program=plan"):
+        publish.publish([controlled], "longer", docs=docs, beside=[baseline])
+
+
 def test_rows_are_published_as_the_summary_prints_them():
     """An Estimate left in a row is a float to JSON: published as its text; rows of other
     columns (E5's RTT runs) make a table of their own."""
