@@ -220,13 +220,23 @@ def test_e6_s_claims_against_every_other_algorithm_and_the_paper_s_bounds():
         "newque-50f-300b": runs(250, 2.0, 1.0), "red-50f-300b": runs(90, 0.4, 1.0)}),
         EXPERIMENTS["e6"].plan(PlanOptions(full=True)))
     rows = {row["claim"]: row for row in EXPERIMENTS["e6"].verdicts(results)}
-    queue, delay, loss, utilisation = rows.values()
+    queue, delay, loss, utilisation, few = rows.values()
     assert queue["verdict"] == stats.DIFFERS            # 250 vs RED's 90 at 50 flows
     assert "200f/300b: NEWQUE 20.00 ± 0.25 (n=3), best other PI 21.00" in queue["ours"]
     assert loss["verdict"] == stats.DIFFERS             # 2 % at 50 flows, above 0.5 %
     # Utilisation is claimed beyond 150 flows only: 99.5 ± 0.02 % is above 99 %.
     assert utilisation["verdict"] == stats.HOLDS
     assert utilisation["ours"].startswith("200f/300b: 99.50 ± 0.02 (n=3)")
+    # At 50 flows NEWQUE's 100.0 % is not below RED's 100.0 %: the paper's dip is absent.
+    assert few["verdict"] == stats.UNCLEAR
+    assert few["ours"] == "50f/300b: NEWQUE 100.00 ± 0.02 (n=3), RED 100.00 ± 0.02 (n=3)"
+    # The paper's dip: below each of BLUE, PI and RED (REM is not named).
+    dip = configurations(fake_runs({
+        "newque-100f-300b": runs(20, 0.1, 0.95), "blue-100f-300b": runs(90, 0.4, 0.99),
+        "pi-100f-300b": runs(21, 0.3, 0.999), "red-100f-300b": runs(90, 0.4, 0.98),
+        "rem-100f-300b": runs(90, 0.4, 0.90)}), EXPERIMENTS["e6"].plan(PlanOptions(full=True)))
+    few = EXPERIMENTS["e6"].verdicts(dip)[-1]
+    assert few["verdict"] == stats.HOLDS and "REM" not in few["ours"]
 
 
 def test_report_refuses_to_combine_runs_of_another_configuration(tmp_path, capsys):
