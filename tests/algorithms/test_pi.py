@@ -12,6 +12,7 @@ from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
                          run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
+from control_plane.algorithms.pi import hollot_gains
 from control_plane.aqm import ConfigError, Pi, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
@@ -180,3 +181,17 @@ async def test_a_bad_configuration_writes_nothing(switch):
     await check_refused_without_writes(
         switch, good, PortConfig(port=PORT, aqm=Pi(a=1e-5, b=1e-4), link_pps=RATE_PPS),
         "must not exceed")
+
+
+def test_hollots_design_rule_gives_their_gains_and_ours():
+    """Their case gives the ns-2 defaults; E6's link (1 202 packets/s, at least 50 flows,
+    204 ms propagation + qref 150 packets = 0.329 s) needs 9.2 times them: the
+    `--factor gains=9.2` of E6's PI run."""
+    a, b = hollot_gains(3750, 60, 0.246)
+    assert a == pytest.approx(Pi().a, rel=0.02) and b == pytest.approx(Pi().b, rel=0.02)
+    assert a - b == pytest.approx(9.64e-6 / 170, rel=0.02)     # K T, with the paper's K
+    ours = hollot_gains(1202, 50, 0.204 + 150 / 1202)
+    assert ours[0] / Pi().a == pytest.approx(9.2, abs=0.05)
+    assert ours[1] / Pi().b == pytest.approx(9.2, abs=0.05)
+    with pytest.raises(ConfigError, match="flows"):
+        hollot_gains(1202, 0, 0.3)
