@@ -10,10 +10,12 @@ flows per link (Figs. 11-16, queue 3 = our middle link).
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 from analysis import plots, stats
+from analysis.results import read_csv
 from control_plane.aqm import Aqm, Blue, Newque, Pi, RedEcn, Rem
 from experiments.base import (Experiment, PlanOptions, Row, Runs, curves, fmt, line_figure,
                               queue_figure, spread)
@@ -127,6 +129,20 @@ METRICS = {  # key in metrics.json -> (axis label, table column)
 }
 
 
+END_WINDOW = 10.0   # s: where a slow controller has got to, the window's last seconds
+# Whose queue and probability over time are drawn at every flow count (issue 25: NEWQUE's
+# P under each reading of the seed, PI's p on its way to qref).
+TRAJECTORIES = ("newque", "pi")
+
+
+def at_end(folder: Path, column: str) -> float:
+    """A telemetry column's mean over the measured window's last END_WINDOW seconds."""
+    end = json.loads((folder / "metrics.json").read_text())["window_s"][1]
+    values = [r[column] for r in read_csv(folder / "telemetry.csv")
+              if end - END_WINDOW <= r["t"] <= end]
+    return sum(values) / len(values) if values else math.nan
+
+
 def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
     rows = []
     for label, _, m in runs:
@@ -141,6 +157,9 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
         row["marks"] = source.get("marks", "-")
         row["BMv2 tail drops"] = source.get("tail_drops_bmv2", "-")
         row["switch kept rate"] = fmt(source.get("service_ratio", math.nan))
+        for column, key, digits in (("queue", "qdepth", 2), ("p", "prob", 4)):
+            row[f"{column}, last {END_WINDOW:g} s"] = "-" if flows is None else fmt(
+                stats.over_folders(m, lambda folder: at_end(folder, key)), digits)
         rows.append(row)
     figures = []
     sweeps = (("flows", lambda f, b: b == BUFFER, 1, "number of TCP flows", "flows"),
@@ -166,6 +185,10 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
                                  if _point(label)[1] == most], out, "e6-queue",
                                 f"E6: queue and marking probability, {most} flows, "
                                 f"buffer {BUFFER}")
+    for name in TRAJECTORIES:
+        figures += queue_figure([run for run in at_buffer if _point(run[0])[0] == name], out,
+                                f"e6-{name}", f"E6: {name.upper()}'s queue and marking "
+                                f"probability at each flow count, buffer {BUFFER}")
     parking = [(label, m) for label, _, m in runs if _point(label)[1] is None]
     if parking:
         figures.append(plots.bars(
