@@ -135,12 +135,13 @@ END_WINDOW = 10.0   # s: where a slow controller has got to, the window's last s
 TRAJECTORIES = ("newque", "pi")
 
 
-def at_end(folder: Path, column: str) -> float:
-    """A telemetry column's mean over the measured window's last END_WINDOW seconds."""
+def at_end(folder: Path) -> dict[str, float]:
+    """The telemetry's queue and probability, each its mean over the measured window's
+    last END_WINDOW seconds."""
     end = json.loads((folder / "metrics.json").read_text())["window_s"][1]
-    values = [r[column] for r in read_csv(folder / "telemetry.csv")
-              if end - END_WINDOW <= r["t"] <= end]
-    return sum(values) / len(values) if values else math.nan
+    rows = [r for r in read_csv(folder / "telemetry.csv") if end - END_WINDOW <= r["t"] <= end]
+    return {key: sum(r[key] for r in rows) / len(rows) if rows else math.nan
+            for key in ("qdepth", "prob")}
 
 
 def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
@@ -157,9 +158,10 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
         row["marks"] = source.get("marks", "-")
         row["BMv2 tail drops"] = source.get("tail_drops_bmv2", "-")
         row["switch kept rate"] = fmt(source.get("service_ratio", math.nan))
+        ends = {} if flows is None else {folder: at_end(folder) for folder in m["folders"]}
         for column, key, digits in (("queue", "qdepth", 2), ("p", "prob", 4)):
             row[f"{column}, last {END_WINDOW:g} s"] = "-" if flows is None else fmt(
-                stats.over_folders(m, lambda folder: at_end(folder, key)), digits)
+                stats.over_folders(m, lambda folder: ends[folder][key]), digits)
         rows.append(row)
     figures = []
     sweeps = (("flows", lambda f, b: b == BUFFER, 1, "number of TCP flows", "flows"),
@@ -245,10 +247,10 @@ def verdicts(runs: Runs) -> list[Row]:
             ours = stats.over(ms["newque"], lambda m: _value(m, "utilisation"))
             others = {n: stats.over(ms[n], lambda m: _value(m, "utilisation"))
                       for n in HIGHER_AT_FEW if n in ms}
-            parts.append((f"{where(point)}: NEWQUE {ours:.2f}, " + ", ".join(
-                f"{n.upper()} {o:.2f}" for n, o in others.items()),
-                stats.overall([stats.compare(ours, o, larger=False) for o in others.values()])
-                if others else None))
+            shown = ", ".join(f"{n.upper()} {o:.2f}" for n, o in others.items())
+            parts.append((f"{where(point)}: NEWQUE {ours:.2f}, {shown or 'no BLUE, PI or RED'}",
+                          stats.overall([stats.compare(ours, o, larger=False)
+                                         for o in others.values()]) if others else None))
         return parts
 
     parts = [best("avg_queue"), best("queueing_delay_ms"), loss,

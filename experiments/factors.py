@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Callable, Iterable, Sequence
 
 from control_plane.aqm import Aecn, Aqm, Newque, Pi
+from control_plane.algorithms.pi import hollot_gains
 from control_plane.build import DROP_AT
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from experiments.spec import TRANSPORTS, RunSpec
@@ -166,6 +167,22 @@ def _gains(value: float) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def _hollot(flows: int) -> Callable[[RunSpec], RunSpec]:
+    """PI's a and b by Hollot et al.'s rule for the run's own link: its packet rate, its
+    round trip at qref (propagation + qref at that rate), at least `flows` flows."""
+    def apply(spec: RunSpec) -> RunSpec:
+        if not isinstance(spec.aqm, Pi):
+            raise FactorError(f"{spec.label}: the design rule is PI's, not "
+                              f"{type(spec.aqm).__name__}'s (e.g. --only 'pi-*')")
+        topo = spec.topology
+        link = topo.bottleneck if isinstance(topo, DumbbellSpec) else topo.links[0]
+        qref = spec.aqm.limit / 2 if spec.aqm.qref is None else spec.aqm.qref
+        rtt = spec.topology.expected_rtt(0, 0) + qref / link.pps
+        a, b = hollot_gains(link.pps, flows, rtt, spec.aqm.interval)
+        return replace(spec, aqm=replace(spec.aqm, a=a, b=b))
+    return apply
+
+
 def _run_field(name: str, value) -> Callable[[RunSpec], RunSpec]:
     """One of the run's own fields (aqm_from, duration), where the run allows the value
     (RunSpec.check says why not)."""
@@ -280,6 +297,9 @@ FACTORS: dict[str, Factor] = {
                      "the average group's maxp)",
                      _number(1, 1e6), lambda v: _field_of(Aecn, "b", v)),
     "gains": Factor("PI's gains a and b, both multiplied by this", _number(1e-3, 1e4), _gains),
+    "hollot": Factor("PI's a and b by Hollot et al.'s design rule for the run's own link (its "
+                     "packet rate, its round trip at qref) and at least this many flows",
+                     _number(1, 100000, int), _hollot),
     "cc": Factor("Linux congestion control of kernel TCP flows",
                  _choice(CONGESTION_CONTROLS), _cc),
     "ecn": Factor("the hosts' ECN (tcp_ecn), 0 or 1", _flag, _ecn),
@@ -321,6 +341,8 @@ def parse(texts: list[str]) -> tuple[tuple[str, str], ...]:
         except FactorError as err:
             raise FactorError(f"--factor {text[:60]}: {err}") from None
         out[name] = value
+    if {"gains", "hollot"} <= set(out):
+        raise FactorError("gains and hollot both set PI's a and b: give one")
     return tuple(out.items())
 
 

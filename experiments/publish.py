@@ -99,50 +99,81 @@ def shown(row: dict) -> dict:
     return {k: str(v) if isinstance(v, float) else v for k, v in row.items()}
 
 
+def run_commit(folder: Path) -> str:
+    versions = folder / "versions.json"
+    return json.loads(versions.read_text()).get("p4aqm", "unknown") if versions.is_file() \
+        else "unknown"
+
+
+def alongside(experiment_name: str, changed: tuple[tuple[str, str], ...], beside: list[Path]
+              ) -> tuple[list[tuple[str, Path, dict]], list[dict], dict]:
+    """The runs of `beside` that the controlled runs' factors leave alone (a factor refused
+    for their configuration: another algorithm's), their configs, and where they came from.
+    A configuration the factors would change is never taken, even one the controlled runs
+    lack (unfinished, or outside their --only)."""
+    name, results, configs = gather(beside)
+    if name != experiment_name:
+        raise PublishError(f"the runs beside (--beside) are {name}'s, not {experiment_name}'s")
+    plan = {spec.label: spec for spec in EXPERIMENTS[name].plan(PlanOptions(full=True))}
+
+    def untouched(label: str) -> bool:
+        try:
+            factors.apply(plan[label], changed)
+        except factors.FactorError:
+            return True
+        return False
+
+    keep = {label for label in plan if untouched(label)}
+    added = [run for run in results if run[0] in keep]
+    if not added:
+        raise PublishError("the controlled runs' factors concern every configuration beside "
+                           f"({factors.describe(changed, meanings=False) or 'no factor'}): "
+                           "nothing to add")
+    kept = [c for c in configs if c["label"] in keep]
+    their = {tuple(map(tuple, c.get("factors", []))) for c in kept}
+    if len(their) > 1:
+        raise PublishError("the runs beside ran with different factors: give one baseline")
+    return added, kept, {"runs": len(added),
+                         "commits": sorted({run_commit(folder) for _, folder, _ in added}),
+                         "changed": factors.describe(their.pop())}
+
+
 def publish(folders: list[Path], name: str = MAIN, docs: Path | None = None,
             beside: list[Path] | None = None) -> list[Path]:
     """Take finished runs into the documentation under `name`; returns what it wrote.
-    `beside`: folders of unchanged runs (the plan's) whose configurations the controlled
-    runs lack, shown and judged with them (E6's NEWQUE readings beside the others)."""
+    `beside`: folders of the plan's runs; those of the configurations the controlled runs'
+    factors leave alone are shown and judged with them (E6's NEWQUE readings beside the
+    other algorithms)."""
     docs = docs or DOCS
     experiment_name, results, configs = gather(folders)
     experiment = EXPERIMENTS[experiment_name]
-    changed = [list(f) for f in configs[0].get("factors", [])]
+    changed = tuple(tuple(f) for f in configs[0].get("factors", []))
     own = len(results)
     others: dict = {}
     if beside:
-        base_name, base_results, base_configs = gather(beside)
-        if base_name != experiment_name:
-            raise PublishError(f"the runs beside are {base_name}'s, not {experiment_name}'s")
-        ours = {label for label, _, _ in results}
-        added = [r for r in base_results if r[0] not in ours]
-        if not added:
-            raise PublishError("every configuration beside is among the runs published: "
-                               "nothing to add")
-        results += added
-        configs += [c for c in base_configs if c["label"] not in ours]
-        others = {"runs": len(added), "commits": commits(beside),
-                  "changed": factors.describe(tuple(base_configs[0].get("factors", [])))}
-    plan = experiment.plan(PlanOptions(full=True))
-    runs = configurations(results, plan)
-    figure_dir = docs / "figures" / experiment_name / ("" if name == MAIN else name)
-    with tempfile.TemporaryDirectory() as tmp:
-        rows, drawn = experiment.report(runs, Path(tmp))
-        figure_dir = docs_figures.emptied(figure_dir)
-        written = [docs_figures.publish(png, figure_dir / png.name,
-                                        ", ".join(docs_figures.shown(f) for f in folders))
-                   for png in drawn]
+        if name == MAIN:
+            raise PublishError("runs published beside others are a controlled run: name it "
+                               "with --as")
+        added, kept, others = alongside(experiment_name, changed, beside)
+        results, configs = results + added, configs + kept
     programs = sorted({c.get("program", ALL) for c in configs})
     if len(programs) > 1:
         raise PublishError(f"these runs ran on the programs {', '.join(programs)}: "
                            "report them apart" + (" (controlled runs keep their baseline's "
                                                   "program with --factor program=plan)"
                                                   if beside else ""))
+    runs = configurations(results, experiment.plan(PlanOptions(full=True)))
+    figure_dir = docs / "figures" / experiment_name / ("" if name == MAIN else name)
+    sources = ", ".join(docs_figures.shown(f) for f in [*folders, *(beside or [])])
+    with tempfile.TemporaryDirectory() as tmp:
+        rows, drawn = experiment.report(runs, Path(tmp))
+        figure_dir = docs_figures.emptied(figure_dir)
+        written = [docs_figures.publish(png, figure_dir / png.name, sources) for png in drawn]
     doc = {"experiment": experiment_name, "name": name, "title": experiment.title,
            "commits": commits(folders), "program": programs[0],
            "repeats": max(m.get("repeats") and len(m["repeats"]) or 1 for _, _, m in runs),
            "configurations": len(runs), "runs": len(results),
-           "factors": changed, "changed": factors.describe(tuple(map(tuple, changed))),
+           "factors": [list(f) for f in changed], "changed": factors.describe(changed),
            **({"own_runs": own, "beside": others} if others else {}),
            "time": timing(folders[0]), "rows": [shown(row) for row in rows],
            "claims": experiment.verdicts(runs) if experiment.verdicts else [],

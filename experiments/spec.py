@@ -145,7 +145,7 @@ class RunSpec:
         early = [t for t, _ in self.rate_steps if t <= self.aqm_from]
         if early:
             raise ValueError(f"{at}: its bottleneck's rate steps at {early[0]:g} s, before "
-                             "the AQM (installing it sets the queues at the link's rate)")
+                             "the AQM is installed for the link's full rate")
         last = max(flow.start for flow in self.flows)
         if last >= self.aqm_from:
             raise ValueError(f"{at}: a flow starts at {last:g} s, when the AQM is already "

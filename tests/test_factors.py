@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from control_plane.algorithms.base import Link
-from control_plane.aqm import Codel, DropTail, Pie
+from control_plane.algorithms.pi import hollot_gains
+from control_plane.aqm import Codel, DropTail, Pi, Pie
 from experiments import e5, factors
 from experiments.__main__ import main, resume_command
 from experiments.base import PlanOptions
@@ -288,7 +289,7 @@ def test_aqm_from_is_refused_where_it_makes_no_sense(name, value, only, message)
 
 def test_aqm_from_comes_before_the_rate_steps():
     """E8's halving at 40 s comes after any aqm_from its 15 s window allows; a step before
-    the install would be undone by it (the AQM's queues set at the link's rate)."""
+    the install would leave the AQM installed for the full rate on a halved link."""
     held = runs("e8", "aqm_from=9", only="codel-reno-1f")[0]
     assert held.aqm_from == 9.0 and held.rate_steps[0][0] == 40.0
     with pytest.raises(ValueError, match=re.escape(
@@ -329,3 +330,20 @@ def test_the_runner_starts_the_bottleneck_on_droptail_until_aqm_from():
         assert views[3].config.aqm == (first or spec.aqm) and views[3].loop is None
         assert views[3].config.link_pps == e5.BOTTLENECK.pps
         assert views[1].config.aqm == views[2].config.aqm == OTHER_PORTS
+
+
+def test_hollot_designs_pi_s_gains_for_each_run_s_own_link():
+    """E6's PI at buffer 300 and 400: the rule's round trip is the propagation plus qref,
+    half the buffer, at the link's packet rate; other algorithms refuse it, and so does
+    a second setting of the gains."""
+    for buffer in (300, 400):
+        spec = runs("e6", f"buffer={buffer}", "hollot=50", only="pi-150f-*")[0]
+        link = spec.topology.bottleneck
+        assert (link.pps, spec.aqm.limit) == (1202, buffer)
+        assert (spec.aqm.a, spec.aqm.b) == pytest.approx(
+            hollot_gains(1202, 50, 0.204 + buffer / 2 / 1202), rel=1e-12)
+    assert runs("e6", "hollot=50", only="pi-150f-*")[0].aqm.a / Pi().a == pytest.approx(9.19, abs=0.01)
+    with pytest.raises(factors.FactorError, match="the design rule is PI's, not Newque's"):
+        runs("e6", "hollot=50", only="newque-150f-*")
+    with pytest.raises(factors.FactorError, match="gains and hollot both set PI's a and b"):
+        factors.parse(["gains=2", "hollot=50"])

@@ -104,37 +104,51 @@ def test_publish_writes_the_summary_the_figures_and_the_pages(tmp_path, docs, mo
 
 
 def test_controlled_runs_are_published_beside_the_plan_s_others(tmp_path, docs, monkeypatch):
-    """`--only 'codel-*' --factor duration=60` judged beside the plan's DropTail runs: the
-    claims need both; the page says which runs changed and where the others came from."""
+    """`--only 'codel-*' --factor aqm_from=9` judged beside the plan's DropTail runs (a
+    factor refused for DropTail leaves it alone): the claims need both; the page says which
+    runs changed and where the others came from. A CoDel run of the baseline is never taken,
+    not even at a load the controlled runs lack."""
     monkeypatch.setattr(publish, "DOCS", docs)
     baseline = e8_folder(tmp_path)
+    for seed in (1, 2, 3):      # the baseline's CoDel at 4 flows too
+        run = baseline / f"codel-reno-4f.s{seed}"
+        shutil.copytree(baseline / f"codel-reno-16f.s{seed}", run)
+        config = json.loads((run / "config.json").read_text())
+        (run / "config.json").write_text(json.dumps({**config, "label": "codel-reno-4f"}))
     controlled = e8_folder(tmp_path, "controlled")
     for run in controlled.glob("*/config.json"):
         if run.parent.name.startswith("droptail-"):
             shutil.rmtree(run.parent)
         else:
             run.write_text(json.dumps({**json.loads(run.read_text()),
-                                       "factors": [["duration", "60"]]}))
+                                       "factors": [["aqm_from", "9"]]}))
             (run.parent / "versions.json").write_text(json.dumps({"p4aqm": "fedcba654321"}))
-    assert main(["publish", str(controlled), "--as", "longer", "--beside", str(baseline)]) == 0
-    doc = json.loads((docs / "results" / "e8" / "longer.json").read_text())
+    assert main(["publish", str(controlled), "--as", "held", "--beside", str(baseline)]) == 0
+    doc = json.loads((docs / "results" / "e8" / "held.json").read_text())
     assert doc["runs"] == 6 and doc["own_runs"] == 3 and doc["beside"]["runs"] == 3
     assert doc["commits"] == ["fedcba654321"] and doc["beside"]["commits"] == ["abc123def456"]
     assert {row["run"] for row in doc["rows"]} == {"codel-reno-16f", "droptail-reno-16f"}
-    assert doc["claims"] and doc["changed"].startswith("duration=60")
-    block = (docs / "experiments" / "e8.md").read_text().split("### Controlled: longer")[1]
-    assert ("3 at commit fedcba654321, changed: duration=60" in block
+    assert doc["claims"] and doc["changed"].startswith("aqm_from=9")
+    block = (docs / "experiments" / "e8.md").read_text().split("### Controlled: held")[1]
+    assert ("3 at commit fedcba654321, changed: aqm_from=9" in block
             and "the other configurations' 3 runs at commit abc123def456, unchanged" in block)
     # Alone, the controlled runs hold no DropTail row.
     publish.publish([controlled], "alone", docs=docs)
     alone = json.loads((docs / "results" / "e8" / "alone.json").read_text())
     assert [row["run"] for row in alone["rows"]] == ["codel-reno-16f"] and "beside" not in alone
-    with pytest.raises(publish.PublishError, match="nothing to add"):
+    with pytest.raises(publish.PublishError, match="concern every configuration beside "
+                                                   r"\(no factor\): nothing to add"):
         publish.publish([baseline], "same", docs=docs, beside=[baseline])
+    with pytest.raises(publish.PublishError, match="controlled run: name it with --as"):
+        publish.publish([controlled], docs=docs, beside=[baseline])
     for path in baseline.glob("droptail-*/config.json"):
         path.write_text(json.dumps({**json.loads(path.read_text()), "program": "droptail"}))
+    def figures():
+        return {f.name: f.stat().st_mtime_ns for f in (docs / "figures" / "e8" / "held").iterdir()}
+    before = figures()
     with pytest.raises(publish.PublishError, match="report them apart .*program=plan"):
-        publish.publish([controlled], "longer", docs=docs, beside=[baseline])
+        publish.publish([controlled], "held", docs=docs, beside=[baseline])
+    assert figures() == before      # a refused publish leaves the published figures alone
 
 
 def test_rows_are_published_as_the_summary_prints_them():

@@ -184,14 +184,31 @@ async def test_a_bad_configuration_writes_nothing(switch):
 
 
 def test_hollots_design_rule_gives_their_gains_and_ours():
-    """Their case gives the ns-2 defaults; E6's link (1 202 packets/s, at least 50 flows,
-    204 ms propagation + qref 150 packets = 0.329 s) needs 9.2 times them: the
-    `--factor gains=9.2` of E6's PI run."""
-    a, b = hollot_gains(3750, 60, 0.246)
-    assert a == pytest.approx(Pi().a, rel=0.02) and b == pytest.approx(Pi().b, rel=0.02)
-    assert a - b == pytest.approx(9.64e-6 / 170, rel=0.02)     # K T, with the paper's K
-    ours = hollot_gains(1202, 50, 0.204 + 150 / 1202)
-    assert ours[0] / Pi().a == pytest.approx(9.2, abs=0.05)
-    assert ours[1] / Pi().b == pytest.approx(9.2, abs=0.05)
+    """Their case (sampled at 160 Hz) gives their zero 0.53 and K within 1.5 % of their
+    9.64e-6; E6's link (1 202 packets/s, at least 50 flows, 204 ms propagation + qref 150
+    packets = 0.329 s, sampled at 170 Hz) an integral gain 12.6 times the ns-2 defaults'."""
+    def zero_and_k(a, b, interval):
+        return 2 * (a - b) / interval / (a + b), (a - b) / interval
+
+    zero, k = zero_and_k(*hollot_gains(3750, 60, 0.246, 1 / 160), 1 / 160)
+    assert zero == pytest.approx(0.53, abs=0.005) and k == pytest.approx(9.64e-6, rel=0.016)
+    assert zero_and_k(Pi().a, Pi().b, 1 / 160)[1] == pytest.approx(9.64e-6, rel=0.01)
+    a, b = hollot_gains(1202, 50, 0.204 + 150 / 1202)
+    assert (a - b) / (Pi().a - Pi().b) == pytest.approx(12.6, abs=0.05)
     with pytest.raises(ConfigError, match="flows"):
         hollot_gains(1202, 0, 0.3)
+
+
+@pytest.mark.parametrize("pps, flows, rtt", [(3750, 60, 0.246), (1202, 50, 0.329),
+                                             (1202, 150, 0.329), (12500, 10, 0.05)])
+def test_hollots_loop_crosses_over_at_tcp_s_pole_with_unit_gain(pps, flows, rtt):
+    """|L(jw)| = 1 at w = z = 2N/(R^2 C), L(s) = K (s/z + 1)/s x plant / ((s/z + 1)(sR + 1))
+    with the plant (RC)^3/(2N)^2 (delay aside: it does not change the magnitude)."""
+    interval = 1 / 170
+    a, b = hollot_gains(pps, flows, rtt, interval)
+    k, zero = (a - b) / interval, 2 * (a - b) / interval / (a + b)
+    assert zero == pytest.approx(2 * flows / (rtt ** 2 * pps))
+    w = 1j * zero
+    loop = k * (w / zero + 1) / w * (rtt * pps) ** 3 / (2 * flows) ** 2 / (
+        (w / zero + 1) * (w * rtt + 1))
+    assert abs(loop) == pytest.approx(1.0)
