@@ -317,11 +317,9 @@ FACTORS: dict[str, Factor] = {
     "drop": Factor("where the AQM drops: dequeue (egress, BMv2's service slot spent) or "
                    "enqueue (ingress, before the queue, as Linux and ns-2)",
                    _choice(DROP_POINTS), _drop),
-    "program": Factor("the switches' program: profile (the smallest build profile holding "
-                      "the algorithms of the runs made, the default), plan (the smallest "
-                      "holding every planned run's, `--only` leaving none out: a controlled "
-                      "run on its baseline's program) or all (every algorithm's, as "
-                      "before profiles: BMv2 pays per packet for what a program holds)",
+    "program": Factor("the switches' program: profile (the smallest build profile for the "
+                      "runs made, the default), plan (for every planned run, as the "
+                      "baseline's) or all (every algorithm's, as before profiles)",
                       _choice(PROGRAMS), _program),
 }
 
