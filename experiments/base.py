@@ -77,10 +77,11 @@ class Experiment:
         build profile that holds the algorithms of these runs, `--only` leaving some out
         unless `--factor program=plan`)."""
         n = opts.repeat or self.repeat
+        planned = self.plan(opts)
         specs = [factors.apply(spec, opts.factors).repeat(seed)
-                 for spec in self.plan(opts) for seed in range(1, n + 1)
+                 for spec in planned for seed in range(1, n + 1)
                  if opts.only is None or fnmatch.fnmatchcase(spec.label, opts.only)]
-        program = factors.program(opts.factors, specs, self.plan(opts)).name
+        program = factors.program(opts.factors, specs, planned).name
         return [replace(spec, program=program) for spec in specs]
 
 

@@ -158,10 +158,10 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
         row["marks"] = source.get("marks", "-")
         row["BMv2 tail drops"] = source.get("tail_drops_bmv2", "-")
         row["switch kept rate"] = fmt(source.get("service_ratio", math.nan))
-        ends = {} if flows is None else {folder: at_end(folder) for folder in m["folders"]}
+        ends = [] if flows is None else [at_end(folder) for folder in m["folders"]]
         for column, key, digits in (("queue", "qdepth", 2), ("p", "prob", 4)):
-            row[f"{column}, last {END_WINDOW:g} s"] = "-" if flows is None else fmt(
-                stats.over_folders(m, lambda folder: ends[folder][key]), digits)
+            row[f"{column}, last {END_WINDOW:g} s"] = fmt(
+                stats.Estimate(end[key] for end in ends), digits) if ends else "-"
         rows.append(row)
     figures = []
     sweeps = (("flows", lambda f, b: b == BUFFER, 1, "number of TCP flows", "flows"),
@@ -215,19 +215,27 @@ def verdicts(runs: Runs) -> list[Row]:
     def where(point: tuple[int, int]) -> str:
         return f"{point[0]}f/{point[1]}b"
 
+    def against(point: tuple[int, int], key: str, names=None
+                ) -> tuple[stats.Estimate, dict[str, stats.Estimate]]:
+        """NEWQUE's quantity at a point, and each other algorithm's there (of `names`)."""
+        ms = by_point[point]
+
+        def value(m: dict) -> float:
+            return _value(m, key)
+        return stats.over(ms["newque"], value), {
+            n: stats.over(ms[n], value) for n in (names or ms) if n in ms and n != "newque"}
+
+    def lowest(ours: stats.Estimate, others: dict[str, stats.Estimate]) -> str:
+        return stats.overall([stats.compare(ours, o, larger=False) for o in others.values()])
+
     def best(key: str) -> list[tuple[str, str]]:
         """NEWQUE lowest of all."""
         parts = []
         for point in points:
-            ms = by_point[point]
-            ours = stats.over(ms["newque"], lambda m: _value(m, key))
-            others = {n: stats.over(m, lambda m: _value(m, key))
-                      for n, m in ms.items() if n != "newque"}
+            ours, others = against(point, key)
             winner = min(others, key=others.get)
             parts.append((f"{where(point)}: NEWQUE {ours:.2f}, best other {winner.upper()} "
-                          f"{others[winner]:.2f}",
-                          stats.overall([stats.compare(ours, o, larger=False)
-                                         for o in others.values()])))
+                          f"{others[winner]:.2f}", lowest(ours, others)))
         return parts
 
     def bound(key: str, limit: float, larger: bool, chosen=lambda p: True):
@@ -239,18 +247,15 @@ def verdicts(runs: Runs) -> list[Row]:
     below = bound("loss_percent", 0.5, larger=False)
     loss = [(f"{low_text} (lowest: {best_text})", stats.overall([low, lowest]))
             for (low_text, low), (best_text, lowest) in zip(below, lowest_loss)]
+
     def below_at_few() -> list[tuple[str, str]]:
         """NEWQUE's utilisation under each of HIGHER_AT_FEW's, at the few-flow points."""
         parts = []
         for point in (p for p in points if p[0] < 150):
-            ms = by_point[point]
-            ours = stats.over(ms["newque"], lambda m: _value(m, "utilisation"))
-            others = {n: stats.over(ms[n], lambda m: _value(m, "utilisation"))
-                      for n in HIGHER_AT_FEW if n in ms}
+            ours, others = against(point, "utilisation", HIGHER_AT_FEW)
             shown = ", ".join(f"{n.upper()} {o:.2f}" for n, o in others.items())
             parts.append((f"{where(point)}: NEWQUE {ours:.2f}, {shown or 'no BLUE, PI or RED'}",
-                          stats.overall([stats.compare(ours, o, larger=False)
-                                         for o in others.values()]) if others else None))
+                          lowest(ours, others) if others else None))
         return parts
 
     parts = [best("avg_queue"), best("queueing_delay_ms"), loss,

@@ -36,6 +36,11 @@ def _aqm_field(name: str, value) -> Callable[[RunSpec], RunSpec]:
     return apply
 
 
+def _bottlenecks(spec: RunSpec) -> list:
+    topo = spec.topology
+    return [topo.bottleneck] if isinstance(topo, DumbbellSpec) else list(topo.links)
+
+
 def _links(spec: RunSpec, change) -> RunSpec:
     topo = spec.topology
     if isinstance(topo, DumbbellSpec):
@@ -150,9 +155,8 @@ def _ceiling(value: float) -> Callable[[RunSpec], RunSpec]:
 def _capacity(value: float) -> Callable[[RunSpec], RunSpec]:
     """NEWQUE's C as a fraction of the bottleneck's packet rate."""
     def apply(spec: RunSpec) -> RunSpec:
-        topo = spec.topology
-        links = [topo.bottleneck] if isinstance(topo, DumbbellSpec) else list(topo.links)
-        return _field_of(Newque, "capacity", value * min(link.pps for link in links))(spec)
+        slowest = min(link.pps for link in _bottlenecks(spec))
+        return _field_of(Newque, "capacity", value * slowest)(spec)
     return apply
 
 
@@ -174,11 +178,9 @@ def _hollot(flows: int) -> Callable[[RunSpec], RunSpec]:
         if not isinstance(spec.aqm, Pi):
             raise FactorError(f"{spec.label}: the design rule is PI's, not "
                               f"{type(spec.aqm).__name__}'s (e.g. --only 'pi-*')")
-        topo = spec.topology
-        link = topo.bottleneck if isinstance(topo, DumbbellSpec) else topo.links[0]
-        qref = spec.aqm.limit / 2 if spec.aqm.qref is None else spec.aqm.qref
-        rtt = spec.topology.expected_rtt(0, 0) + qref / link.pps
-        a, b = hollot_gains(link.pps, flows, rtt, spec.aqm.interval)
+        pps = min(link.pps for link in _bottlenecks(spec))
+        rtt = spec.topology.expected_rtt(0, 0) + spec.aqm.reference() / pps
+        a, b = hollot_gains(pps, flows, rtt, spec.aqm.interval)
         return replace(spec, aqm=replace(spec.aqm, a=a, b=b))
     return apply
 

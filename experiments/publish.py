@@ -87,12 +87,6 @@ def timing(folder: Path) -> str:
                  if line.startswith("Time: ")), "") if summary.is_file() else ""
 
 
-def commits(folders: list[Path]) -> list[str]:
-    """The commits the runs were made at (versions.json), "unknown" where none was kept."""
-    return sorted({json.loads(p.read_text()).get("p4aqm", "unknown")
-                   for folder in folders for p in folder.glob("*/versions.json")})
-
-
 def shown(row: dict) -> dict:
     """A table row as the summary prints it: an Estimate left in a row (a float to JSON)
     becomes its text, mean ± interval (n)."""
@@ -100,9 +94,15 @@ def shown(row: dict) -> dict:
 
 
 def run_commit(folder: Path) -> str:
+    """The commit a run was made at (its versions.json), "unknown" where none was kept."""
     versions = folder / "versions.json"
     return json.loads(versions.read_text()).get("p4aqm", "unknown") if versions.is_file() \
         else "unknown"
+
+
+def commits(runs: list[tuple[str, Path, dict]]) -> list[str]:
+    """The commits these runs were made at."""
+    return sorted({run_commit(folder) for _, folder, _ in runs})
 
 
 def alongside(experiment_name: str, changed: tuple[tuple[str, str], ...], beside: list[Path]
@@ -134,7 +134,7 @@ def alongside(experiment_name: str, changed: tuple[tuple[str, str], ...], beside
     if len(their) > 1:
         raise PublishError("the runs beside ran with different factors: give one baseline")
     return added, kept, {"runs": len(added),
-                         "commits": sorted({run_commit(folder) for _, folder, _ in added}),
+                         "commits": commits(added),
                          "changed": factors.describe(their.pop())}
 
 
@@ -170,7 +170,7 @@ def publish(folders: list[Path], name: str = MAIN, docs: Path | None = None,
         figure_dir = docs_figures.emptied(figure_dir)
         written = [docs_figures.publish(png, figure_dir / png.name, sources) for png in drawn]
     doc = {"experiment": experiment_name, "name": name, "title": experiment.title,
-           "commits": commits(folders), "program": programs[0],
+           "commits": commits(results[:own]), "program": programs[0],
            "repeats": max(m.get("repeats") and len(m["repeats"]) or 1 for _, _, m in runs),
            "configurations": len(runs), "runs": len(results),
            "factors": [list(f) for f in changed], "changed": factors.describe(changed),

@@ -43,6 +43,10 @@ class Pi(Aqm):
     interval: float = 1 / 170
     ecn: bool = True
 
+    def reference(self) -> float:
+        """qref in packets: half the limit unless set."""
+        return self._limit() / 2 if self.qref is None else self.qref
+
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()
         mode = ecn_mode(self.ecn)
@@ -51,7 +55,7 @@ class Pi(Aqm):
         if b > a:
             raise ConfigError(f"b ({self.b}) must not exceed a ({self.a}): with b > a the "
                               "controller raises p while the queue is empty")
-        qref = limit / 2 if self.qref is None else self.qref
+        qref = self.reference()
         number(qref, "qref", 0.0, float(fp.QDEPTH_MAX))
         interval = interval_us(self.interval, "interval")
         a_qref, b_qref = round(a * qref), round(b * qref)
