@@ -16,6 +16,7 @@ from scipy.stats import t as student_t
 
 LEVEL = 0.95
 HOLDS, DIFFERS, UNCLEAR = "holds", "differs", "not distinguishable"
+NOT_MEASURED = "not measured"   # the runs hold nothing the claim compares (e.g. one algorithm)
 
 
 class Estimate(float):
@@ -136,7 +137,10 @@ def overall(verdicts: Sequence[str]) -> str:
 
 def claim_row(claim: str, parts: Sequence[tuple[str, str | None]]) -> dict:
     """A claim table row from (where: "text", verdict) pairs, one per point measured; a
-    part without a verdict (None: nothing to compare there) is shown, not judged."""
+    part without a verdict (None: nothing to compare there) is shown, not judged. With no
+    part at all the claim is not measured, which says less than "not distinguishable"."""
+    if not parts:
+        return {"claim": claim, "ours": "-", "verdict": NOT_MEASURED}
     verdict = overall([v for _, v in parts if v is not None])
     text = "; ".join(t for t, _ in parts)
     misses = list(dict.fromkeys(t.split(":")[0] for t, v in parts if v not in (HOLDS, None)))

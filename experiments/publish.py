@@ -20,6 +20,7 @@ from typing import Callable
 
 from analysis import figures as docs_figures
 from analysis.results import run_metrics
+from analysis.stats import NOT_MEASURED
 from experiments import factors
 from experiments.base import PlanOptions, configurations
 from experiments.catalog import EXPERIMENTS
@@ -265,7 +266,7 @@ def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
     rows = []
     for experiment, docs_of in everything.items():
         for doc in docs_of:
-            for claim in doc["claims"]:
+            for claim in (c for c in doc["claims"] if c["verdict"] != NOT_MEASURED):
                 rows.append({"experiment": f"[{experiment.upper()}]({experiment}.md)",
                              "runs": doc["name"] if doc["name"] == MAIN else doc["changed"],
                              "claim": claim["claim"], "verdict": claim["verdict"]})

@@ -160,4 +160,4 @@ def test_a_balanced_run_contradicts_the_contrast(tmp_path):
     runs = configurations(results, e9.plan(PlanOptions()))
     rows = {row["claim"]: row for row in e9.verdicts(runs)}
     assert rows[e9.CLAIMS[2]]["verdict"] == "differs"
-    assert rows[e9.CLAIMS[0]]["verdict"] == "not distinguishable"   # no DualPI2 run
+    assert rows[e9.CLAIMS[0]]["verdict"] == "not measured"   # no DualPI2 run

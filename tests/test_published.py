@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from analysis import stats
 from analysis.stats import Estimate
 from experiments import publish
 from experiments.__main__ import main
@@ -136,6 +137,16 @@ def test_controlled_runs_are_published_beside_the_plan_s_others(tmp_path, docs, 
     publish.publish([controlled], "alone", docs=docs)
     alone = json.loads((docs / "results" / "e8" / "alone.json").read_text())
     assert [row["run"] for row in alone["rows"]] == ["codel-reno-16f"] and "beside" not in alone
+    # ... so CoDel against DropTail is not measured alone, PIE's claim in neither (no PIE
+    # run), and the overview leaves out what was not measured.
+    def unmeasured(doc):
+        return [c["claim"] for c in doc["claims"] if c["verdict"] == stats.NOT_MEASURED]
+    claims = publish.EXPERIMENTS["e8"].claims
+    assert unmeasured(doc) == [claims[1]] and unmeasured(alone) == [claims[1], claims[3]]
+    overview = (docs / "experiments" / "reproductions.md").read_text().split(publish.BEGIN)[1]
+    e8_rows = [line for line in overview.split(publish.END)[0].splitlines() if "[E8]" in line]
+    assert len(e8_rows) == (len(doc["claims"]) - 1) + (len(alone["claims"]) - 2)
+    assert stats.NOT_MEASURED not in overview
     with pytest.raises(publish.PublishError, match="concern every configuration beside "
                                                    r"\(no factor\): nothing to add"):
         publish.publish([baseline], "same", docs=docs, beside=[baseline])

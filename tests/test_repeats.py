@@ -55,6 +55,7 @@ def test_a_claim_at_several_points():
     assert stats.overall([H, U]) == U
     assert stats.overall([H, U, D]) == D
     assert stats.overall([]) == U
+    assert stats.claim_row("c", []) == {"claim": "c", "ours": "-", "verdict": stats.NOT_MEASURED}
     row = stats.claim_row("c", [("15f: a", H), ("60f: b", U)])
     assert row["verdict"] == U and row["ours"].endswith("-- not at 60f")
 
