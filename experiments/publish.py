@@ -241,14 +241,18 @@ def provenance(doc: dict) -> str:
     return text + (f". {doc['time']}" if doc["time"] else ".")
 
 
+def heading(doc: dict) -> str:
+    """A published run's heading on its experiment's page."""
+    return "As planned" if doc["name"] == MAIN else f"Controlled: {doc['name']}"
+
+
 def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
     if not docs_of:
         return [f"Nothing published yet: `python -m experiments run {experiment}`, then "
                 f"`python -m experiments publish` with the run folder it names.", ""]
     lines = []
     for doc in docs_of:
-        heading = "As planned" if doc["name"] == MAIN else f"Controlled: {doc['name']}"
-        lines += [f"### {heading}", "", f"`docs/results/{experiment}/{doc['name']}.json`: "
+        lines += [f"### {heading(doc)}", "", f"`docs/results/{experiment}/{doc['name']}.json`: "
                   + provenance(doc), ""]
         if doc["claims"]:
             lines += table(doc["claims"]) + [""]
@@ -262,13 +266,22 @@ def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
     return lines
 
 
+def overview_name(experiment: str, doc: dict) -> str:
+    """A published run as the overview names it: a link to its section on the experiment's
+    page, with its factors (their meanings are on that page)."""
+    anchor = "".join(c for c in heading(doc).lower().replace(" ", "-")
+                     if c.isalnum() or c == "-")
+    changed = factors.describe(doc["factors"], meanings=False)
+    return f"[{doc['name']}]({experiment}.md#{anchor})" + (f": {changed}" if changed else "")
+
+
 def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
     rows = []
     for experiment, docs_of in everything.items():
         for doc in docs_of:
             for claim in (c for c in doc["claims"] if c["verdict"] != NOT_MEASURED):
                 rows.append({"experiment": f"[{experiment.upper()}]({experiment}.md)",
-                             "runs": doc["name"] if doc["name"] == MAIN else doc["changed"],
+                             "runs": overview_name(experiment, doc),
                              "claim": claim["claim"], "verdict": claim["verdict"]})
     return table(rows) + [""] if rows else ["Nothing published yet.", ""]
 

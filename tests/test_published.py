@@ -147,6 +147,7 @@ def test_controlled_runs_are_published_beside_the_plan_s_others(tmp_path, docs, 
     e8_rows = [line for line in overview.split(publish.END)[0].splitlines() if "[E8]" in line]
     assert len(e8_rows) == (len(doc["claims"]) - 1) + (len(alone["claims"]) - 2)
     assert stats.NOT_MEASURED not in overview
+    assert "| [held](e8.md#controlled-held): aqm_from=9 |" in overview
     with pytest.raises(publish.PublishError, match="concern every configuration beside "
                                                    r"\(no factor\): nothing to add"):
         publish.publish([baseline], "same", docs=docs, beside=[baseline])
