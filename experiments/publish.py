@@ -225,7 +225,8 @@ def table(rows: list[dict]) -> list[str]:
 
 def provenance(doc: dict) -> str:
     repeats = doc["repeats"]
-    head = (f"{doc['runs']} runs ({doc['configurations']} configurations, "
+    n = doc["configurations"]
+    head = (f"{doc['runs']} runs ({n} configuration{'s' if n != 1 else ''}, "
             + ("one run each" if repeats == 1 else f"up to {repeats} repeats each") + ")")
     made = f"at commit {', '.join(doc['commits'])}"
     others = doc.get("beside")
@@ -254,8 +255,10 @@ def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
     for doc in docs_of:
         lines += [f"### {heading(doc)}", "", f"`docs/results/{experiment}/{doc['name']}.json`: "
                   + provenance(doc), ""]
-        if doc["claims"]:
+        if any(claim["verdict"] != NOT_MEASURED for claim in doc["claims"]):
             lines += table(doc["claims"]) + [""]
+        elif doc["claims"]:
+            lines += ["These runs alone measure none of the paper's claims.", ""]
         lines += ["Every configuration (means ± 95 % half-widths over the repeats):", ""]
         lines += table(doc["rows"]) + [""]
         folder = "" if doc["name"] == MAIN else f"{doc['name']}/"

@@ -148,6 +148,16 @@ def test_controlled_runs_are_published_beside_the_plan_s_others(tmp_path, docs, 
     assert len(e8_rows) == (len(doc["claims"]) - 1) + (len(alone["claims"]) - 2)
     assert stats.NOT_MEASURED not in overview
     assert "| [held](e8.md#controlled-held): aqm_from=9 |" in overview
+    # DropTail's runs alone measure no claim: the page says so instead of a table of them.
+    only = e8_folder(tmp_path, "droptail-only")
+    for run in only.glob("codel-*"):
+        shutil.rmtree(run)
+    publish.publish([only], "droptail", docs=docs)
+    block = (docs / "experiments" / "e8.md").read_text().split("### Controlled: droptail")[1]
+    block = block.split("### ")[0]
+    assert "3 runs (1 configuration, up to 3 repeats each)" in block
+    assert "These runs alone measure none of the paper's claims." in block
+    assert "| claim |" not in block and "| droptail-reno-16f |" in block
     with pytest.raises(publish.PublishError, match="concern every configuration beside "
                                                    r"\(no factor\): nothing to add"):
         publish.publish([baseline], "same", docs=docs, beside=[baseline])
