@@ -136,7 +136,7 @@ def alongside(experiment_name: str, changed: tuple[tuple[str, str], ...], beside
         raise PublishError("the runs beside ran with different factors: give one baseline")
     return added, kept, {"runs": len(added),
                          "commits": commits(added),
-                         "changed": factors.describe(their.pop())}
+                         "factors": [list(f) for f in their.pop()]}
 
 
 def publish(folders: list[Path], name: str = MAIN, docs: Path | None = None,
@@ -174,7 +174,7 @@ def publish(folders: list[Path], name: str = MAIN, docs: Path | None = None,
            "commits": commits(results[:own]), "program": programs[0],
            "repeats": max(m.get("repeats") and len(m["repeats"]) or 1 for _, _, m in runs),
            "configurations": len(runs), "runs": len(results),
-           "factors": [list(f) for f in changed], "changed": factors.describe(changed),
+           "factors": [list(f) for f in changed],
            **({"own_runs": own, "beside": others} if others else {}),
            "time": timing(folders[0]), "rows": [shown(row) for row in rows],
            "claims": experiment.verdicts(runs) if experiment.verdicts else [],
@@ -229,17 +229,24 @@ def provenance(doc: dict) -> str:
     head = (f"{doc['runs']} runs ({n} configuration{'s' if n != 1 else ''}, "
             + ("one run each" if repeats == 1 else f"up to {repeats} repeats each") + ")")
     made = f"at commit {', '.join(doc['commits'])}"
+    changed = factors.describe(doc["factors"], meanings=False)
     others = doc.get("beside")
     if others:      # controlled runs beside the plan's other configurations
         text = (f"{head} on build profile `{doc['program']}`: {doc['own_runs']} {made}"
-                + (f", changed: {doc['changed']}" if doc["changed"] else "")
+                + (f", changed: {changed}" if changed else "")
                 + f"; beside them, the other configurations' {others['runs']} runs at commit "
                 + ", ".join(others["commits"])
-                + (f", changed: {others['changed']}" if others["changed"] else ", unchanged"))
+                + (f", changed: {factors.describe(others['factors'], meanings=False)}"
+                   if others["factors"] else ", unchanged"))
     else:
         text = (f"{head} {made} on build profile `{doc['program']}`"
-                + (f"; changed in every run: {doc['changed']}" if doc["changed"] else ""))
+                + (f"; changed in every run: {changed}" if changed else ""))
     return text + (f". {doc['time']}" if doc["time"] else ".")
+
+
+def meanings(doc: dict) -> list[str]:
+    """What each of a published run's factors changes, a line each."""
+    return [f"- `{name}={value}`: {factors.FACTORS[name].what}" for name, value in doc["factors"]]
 
 
 def heading(doc: dict) -> str:
@@ -255,6 +262,8 @@ def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
     for doc in docs_of:
         lines += [f"### {heading(doc)}", "", f"`docs/results/{experiment}/{doc['name']}.json`: "
                   + provenance(doc), ""]
+        if doc["factors"]:
+            lines += meanings(doc) + [""]
         if any(claim["verdict"] != NOT_MEASURED for claim in doc["claims"]):
             lines += table(doc["claims"]) + [""]
         elif doc["claims"]:

@@ -129,7 +129,8 @@ def test_controlled_runs_are_published_beside_the_plan_s_others(tmp_path, docs, 
     assert doc["runs"] == 6 and doc["own_runs"] == 3 and doc["beside"]["runs"] == 3
     assert doc["commits"] == ["fedcba654321"] and doc["beside"]["commits"] == ["abc123def456"]
     assert {row["run"] for row in doc["rows"]} == {"codel-reno-16f", "droptail-reno-16f"}
-    assert doc["claims"] and doc["changed"].startswith("aqm_from=9")
+    assert doc["claims"] and doc["factors"] == [["aqm_from", "9"]]
+    assert doc["beside"]["factors"] == []
     block = (docs / "experiments" / "e8.md").read_text().split("### Controlled: held")[1]
     assert ("3 at commit fedcba654321, changed: aqm_from=9" in block
             and "the other configurations' 3 runs at commit abc123def456, unchanged" in block)
