@@ -98,32 +98,33 @@ class FlowRates:
     seconds: float
 
 
-def iperf3_rates(result: dict, mss: int) -> FlowRates:
-    """A flow's rates from iperf3's JSON (client side): goodput from the bytes the
-    receiver got, throughput adding the retransmitted segments."""
-    end = result["end"]
-    sent, received = end["sum_sent"], end["sum_received"]
+def _rates(sent: dict, received: dict, mss: int, received_known: bool) -> FlowRates:
+    """Goodput from the bytes the receiver got, or, where its report never came, from the
+    bytes the sender wrote (more by at most what its socket still held); throughput adding
+    the retransmitted segments."""
     seconds = received["seconds"] or sent["seconds"]
     retransmits = int(sent.get("retransmits", 0))
-    goodput = 8 * received["bytes"] / seconds
-    throughput = 8 * (sent["bytes"] + retransmits * mss) / seconds
-    return FlowRates(throughput, goodput, retransmits, seconds)
+    delivered = received["bytes"] if received_known else sent["bytes"]
+    return FlowRates(8 * (sent["bytes"] + retransmits * mss) / seconds,
+                     8 * delivered / seconds, retransmits, seconds)
 
 
-def iperf3_stream_rates(result: dict, mss: int) -> list[FlowRates]:
+def iperf3_rates(result: dict, mss: int, received_known: bool = True) -> FlowRates:
+    """A flow's rates from iperf3's JSON (client side). An iperf3 client stopped by a
+    signal has no report from the server: `received_known` False reads the sender's bytes."""
+    end = result["end"]
+    return _rates(end["sum_sent"], end["sum_received"], mss, received_known)
+
+
+def iperf3_stream_rates(result: dict, mss: int, received_known: bool = True
+                        ) -> list[FlowRates]:
     """Each TCP connection's rates when one iperf3 carries several (-P), else the one
     connection's: the flows that fairness and lockout are about."""
     streams = result["end"].get("streams", [])
     if len(streams) <= 1:
-        return [iperf3_rates(result, mss)]
-    rates = []
-    for stream in streams:
-        sent, received = stream["sender"], stream["receiver"]
-        seconds = received["seconds"] or sent["seconds"]
-        retransmits = int(sent.get("retransmits", 0))
-        rates.append(FlowRates(8 * (sent["bytes"] + retransmits * mss) / seconds,
-                               8 * received["bytes"] / seconds, retransmits, seconds))
-    return rates
+        return [iperf3_rates(result, mss, received_known)]
+    return [_rates(stream["sender"], stream["receiver"], mss, received_known)
+            for stream in streams]
 
 
 def aggregate_rate(flows: Iterable[tuple[float, float, float]]) -> float:

@@ -11,7 +11,9 @@ from pathlib import Path
 from analysis import metrics
 
 # How a flow the runner interrupted (SIGINT at duration + grace) reports it: ours, iperf3's.
-INTERRUPTED = ("interrupted", "interrupt - the client has terminated")
+# iperf3's then lacks the server's end-of-test report: the receiver's bytes are not known.
+IPERF3_INTERRUPTED = "interrupt - the client has terminated"
+INTERRUPTED = ("interrupted", IPERF3_INTERRUPTED)
 # iperf3 over IPv4 without TCP options beyond timestamps: 1448 bytes of payload.
 MSS = 1448
 # Packets ahead for a telemetry record to measure the service rate (fewer: timing noise).
@@ -136,10 +138,12 @@ def run_metrics(folder: Path) -> dict:
         path = folder / "flows" / f"flow{k:03d}.json"
         try:
             doc = json.loads(path.read_text())
+            received_known = doc.get("error") != IPERF3_INTERRUPTED
             # The userspace transport names its segment size; iperf3's is MSS.
-            streams = metrics.iperf3_stream_rates(doc, doc.get("start", {}).get("mss", MSS))
+            streams = metrics.iperf3_stream_rates(doc, doc.get("start", {}).get("mss", MSS),
+                                                  received_known)
         except (OSError, ValueError, KeyError):
-            doc, streams = {}, [None] * flow.get("streams", 1)
+            doc, streams, received_known = {}, [None] * flow.get("streams", 1), True
         reductions = doc.get("mecn", {}).get("reductions", {})
         error = doc.get("error") if streams[0] else "no result"
         if error in INTERRUPTED:              # stopped late by the runner: measured anyway
@@ -161,7 +165,9 @@ def run_metrics(folder: Path) -> dict:
                           "retransmits": rates.retransmits if rates else -1,
                           "error": stream_error,
                           **{f"cuts_{signal}": reductions.get(signal, "")
-                             for signal in ("incipient", "moderate", "loss", "timeout")}})
+                             for signal in ("incipient", "moderate", "loss", "timeout")},
+                          "goodput_from": "receiver" if received_known or s >= connected
+                          else "sender"})
     out["senders"] = "+".join(sorted({f["transport"] for f in flows})) if flows else ""
     forward = [f for f in flows if not f["reverse"] and not math.isnan(f["goodput_mbps"])]
     # A flow that gave up still delivered what it measured; it counts as failed all the same.

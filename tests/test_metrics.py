@@ -7,7 +7,7 @@ import math
 import pytest
 
 from analysis import metrics
-from analysis.results import run_metrics
+from analysis.results import IPERF3_INTERRUPTED, run_metrics
 
 
 def test_jain():
@@ -139,7 +139,7 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     mecn_row = rows[3].split(",")
     assert mecn_row[5] == "mecn" and float(mecn_row[6]) == pytest.approx(8 * (1 + 10 * 1460 / 3e6))
     assert mecn_row[7:10] == ["4.0", "3.0", "10"] and "giving up" in mecn_row[10]
-    assert mecn_row[11:] == ["4", "2", "1", "0"] and rows[1].split(",")[10] == ""
+    assert mecn_row[11:] == ["4", "2", "1", "0", "receiver"] and rows[1].split(",")[10] == ""
 
 
 
@@ -194,6 +194,32 @@ def test_each_stream_of_an_iperf3_is_a_flow():
     single = {"end": {"streams": [stream(10_000_000, 3)], **{k: doc["end"][k] for k in (
         "sum_sent", "sum_received")}}}
     assert metrics.iperf3_stream_rates(single, 1000) == [metrics.iperf3_rates(single, 1000)]
+
+
+def test_an_interrupted_iperf3_is_measured_by_what_its_sender_wrote(tmp_path):
+    """A robust iperf3 -P 2 the runner stopped at the run's end (SIGINT): the server's
+    report never came, so its JSON gives the receiver 0 bytes. Its streams sent 130 kB each
+    in 30 s: not locked out. A stream of the same process that wrote nothing is."""
+    def stream(sent: int) -> dict:
+        return {"sender": {"bytes": sent, "seconds": 30.0, "retransmits": 20},
+                "receiver": {"bytes": 0, "seconds": 30.0}}
+    stopped = iperf(130_000, 0, 30.0, 40)
+    stopped["end"]["streams"] = [stream(130_000), stream(0)]
+    stopped["error"] = IPERF3_INTERRUPTED
+    write_run(tmp_path, [("robust", stopped), ("fragile", iperf(3_000_000, 3_000_000, 30.0, 0))],
+              [counter_row(0.0, 0, 0), counter_row(3.0, 300, 300)],
+              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}])
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["flows"][0]["streams"] = 2
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    m = run_metrics(tmp_path)
+    assert m["lockout"] == 1 and m["flows_failed"] == 0
+    rows = list(csv.DictReader(open(tmp_path / "flows.csv")))
+    assert [(r["goodput_from"], float(r["goodput_mbps"])) for r in rows] == [
+        ("sender", pytest.approx(8 * 130_000 / 30 / 1e6)), ("sender", 0.0),
+        ("receiver", pytest.approx(0.8))]
+    # The same report from a client that ended its test: the receiver's bytes, none.
+    assert metrics.iperf3_stream_rates(stopped, 1000)[0].goodput_bps == 0.0
 
 
 def test_aggregate_rate_weights_flows_by_their_lifetime():
