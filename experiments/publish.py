@@ -250,8 +250,11 @@ def meanings(doc: dict) -> list[str]:
 
 
 def heading(doc: dict) -> str:
-    """A published run's heading on its experiment's page."""
-    return "As planned" if doc["name"] == MAIN else f"Controlled: {doc['name']}"
+    """A published run's heading on its experiment's page: the plan, a controlled run (its
+    factors), or another run of the plan's (e.g. its --full sweep)."""
+    if doc["name"] == MAIN:
+        return "As planned"
+    return f"{'Controlled' if doc['factors'] else 'Also run'}: {doc['name']}"
 
 
 def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:

@@ -100,7 +100,8 @@ def test_publish_writes_the_summary_the_figures_and_the_pages(tmp_path, docs, mo
     assert publish.regenerate(docs) == []
     publish.publish([folder], "again", docs=docs)
     page = (docs / "experiments" / "e8.md").read_text()
-    assert page.index("### As planned") < page.index("### Controlled: again")
+    assert page.index("### As planned") < page.index("### Also run: again")   # no factor
+    assert "[again](e8.md#also-run-again)" in (docs / "experiments" / "reproductions.md").read_text()
     assert (docs / "figures" / "e8" / "again").is_dir()
 
 
@@ -154,7 +155,7 @@ def test_controlled_runs_are_published_beside_the_plan_s_others(tmp_path, docs, 
     for run in only.glob("codel-*"):
         shutil.rmtree(run)
     publish.publish([only], "droptail", docs=docs)
-    block = (docs / "experiments" / "e8.md").read_text().split("### Controlled: droptail")[1]
+    block = (docs / "experiments" / "e8.md").read_text().split("### Also run: droptail")[1]
     block = block.split("### ")[0]
     assert "3 runs (1 configuration, up to 3 repeats each)" in block
     assert "These runs alone measure none of the paper's claims." in block
