@@ -196,6 +196,18 @@ def test_each_stream_of_an_iperf3_is_a_flow():
     assert metrics.iperf3_stream_rates(single, 1000) == [metrics.iperf3_rates(single, 1000)]
 
 
+def robust_and_fragile(folder, robust: dict, streams: int, seconds: float) -> dict:
+    """The metrics of a run of two flows: a robust iperf3 -P `streams` (its JSON `robust`)
+    and a fragile one that delivered 3 MB in `seconds`."""
+    write_run(folder, [("robust", robust), ("fragile", iperf(3_000_000, 3_000_000, seconds, 0))],
+              [counter_row(0.0, 0, 0), counter_row(3.0, 300, 300)],
+              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}])
+    config = json.loads((folder / "config.json").read_text())
+    config["flows"][0]["streams"] = streams
+    (folder / "config.json").write_text(json.dumps(config))
+    return run_metrics(folder)
+
+
 def test_an_interrupted_iperf3_is_measured_by_what_its_sender_wrote(tmp_path):
     """A robust iperf3 -P 2 the runner stopped at the run's end (SIGINT): the server's
     report never came, so its JSON gives the receiver 0 bytes. Its streams sent 130 kB each
@@ -206,13 +218,7 @@ def test_an_interrupted_iperf3_is_measured_by_what_its_sender_wrote(tmp_path):
     stopped = iperf(130_000, 0, 30.0, 40)
     stopped["end"]["streams"] = [stream(130_000), stream(0)]
     stopped["error"] = IPERF3_INTERRUPTED
-    write_run(tmp_path, [("robust", stopped), ("fragile", iperf(3_000_000, 3_000_000, 30.0, 0))],
-              [counter_row(0.0, 0, 0), counter_row(3.0, 300, 300)],
-              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}])
-    config = json.loads((tmp_path / "config.json").read_text())
-    config["flows"][0]["streams"] = 2
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    m = run_metrics(tmp_path)
+    m = robust_and_fragile(tmp_path, stopped, 2, 30.0)
     assert m["lockout"] == 1 and m["flows_failed"] == 0
     rows = list(csv.DictReader(open(tmp_path / "flows.csv")))
     assert [(r["goodput_from"], float(r["goodput_mbps"])) for r in rows] == [
@@ -237,13 +243,7 @@ def test_streams_that_never_connected_are_locked_out_flows(tmp_path):
                 "receiver": {"bytes": received, "seconds": 3.0}}
     partial = iperf(6_000_000, 6_000_000, 3.0, 0)
     partial["end"]["streams"] = [stream(3_000_000), stream(3_000_000)]
-    write_run(tmp_path, [("robust", partial), ("fragile", iperf(3_000_000, 3_000_000, 3.0, 0))],
-              [counter_row(0.0, 0, 0), counter_row(3.0, 300, 300)],
-              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}])
-    config = json.loads((tmp_path / "config.json").read_text())
-    config["flows"][0]["streams"] = 3
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    m = run_metrics(tmp_path)
+    m = robust_and_fragile(tmp_path, partial, 3, 3.0)
     assert m["lockout"] == 1 and m["flows_failed"] == 1
     assert m["jain"] == pytest.approx(metrics.jain([8.0, 8.0, 0.0, 8.0]))
     assert m["group_goodput_mbps"]["robust"]["n"] == 3
