@@ -96,35 +96,55 @@ class FlowRates:
     goodput_bps: float
     retransmits: int
     seconds: float
+    # Whose bytes the goodput counts: the receiver's, or, where no receiver's report is
+    # left, the sender's (more by at most what its socket still held).
+    goodput_from: str = "receiver"
 
 
-def _rates(sent: dict, received: dict, mss: int, received_known: bool) -> FlowRates:
-    """Goodput from the bytes the receiver got, or, where its report never came, from the
-    bytes the sender wrote (more by at most what its socket still held); throughput adding
-    the retransmitted segments."""
+def _rates(sent: dict, received: dict, mss: int, received_bytes: float | None) -> FlowRates:
+    """Goodput from the receiver's count of bytes, or, where nobody's report has it (None),
+    from the bytes the sender wrote; throughput adding the retransmitted segments."""
     seconds = received["seconds"] or sent["seconds"]
     retransmits = int(sent.get("retransmits", 0))
-    delivered = received["bytes"] if received_known else sent["bytes"]
+    delivered, source = ((sent["bytes"], "sender") if received_bytes is None
+                         else (received_bytes, "receiver"))
     return FlowRates(8 * (sent["bytes"] + retransmits * mss) / seconds,
-                     8 * delivered / seconds, retransmits, seconds)
+                     8 * delivered / seconds, retransmits, seconds, source)
 
 
-def iperf3_rates(result: dict, mss: int, received_known: bool = True) -> FlowRates:
-    """A flow's rates from iperf3's JSON (client side). An iperf3 client stopped by a
-    signal has no report from the server: `received_known` False reads the sender's bytes."""
+def iperf3_rates(result: dict, mss: int) -> FlowRates:
+    """A flow's rates from iperf3's JSON (client side)."""
     end = result["end"]
-    return _rates(end["sum_sent"], end["sum_received"], mss, received_known)
+    return _rates(end["sum_sent"], end["sum_received"], mss, end["sum_received"]["bytes"])
 
 
-def iperf3_stream_rates(result: dict, mss: int, received_known: bool = True
-                        ) -> list[FlowRates]:
+def server_bytes(server: dict | None, streams: int) -> list[float] | None:
+    """What an iperf3 server (its --json) received, per stream in connection order; None
+    without a report of every stream the client had."""
+    try:
+        end = server["end"]
+        if streams == 1:
+            return [float(end["sum_received"]["bytes"])]
+        received = [float(stream["receiver"]["bytes"]) for stream in end["streams"]]
+    except (TypeError, KeyError):
+        return None
+    return received if len(received) == streams else None
+
+
+def iperf3_stream_rates(result: dict, mss: int, received_known: bool = True,
+                        server: dict | None = None) -> list[FlowRates]:
     """Each TCP connection's rates when one iperf3 carries several (-P), else the one
-    connection's: the flows that fairness and lockout are about."""
-    streams = result["end"].get("streams", [])
-    if len(streams) <= 1:
-        return [iperf3_rates(result, mss, received_known)]
-    return [_rates(stream["sender"], stream["receiver"], mss, received_known)
-            for stream in streams]
+    connection's: the flows that fairness and lockout are about. An iperf3 client stopped
+    by a signal has no report from the server (`received_known` False): the receiver's
+    bytes are the server's own JSON's (`server`), or, without it, unknown."""
+    end = result["end"]
+    streams = end.get("streams", [])
+    pairs = ([(stream["sender"], stream["receiver"]) for stream in streams]
+             if len(streams) > 1 else [(end["sum_sent"], end["sum_received"])])
+    counts: list[float | None] = (
+        [received["bytes"] for _, received in pairs] if received_known
+        else server_bytes(server, len(pairs)) or [None] * len(pairs))
+    return [_rates(sent, received, mss, n) for (sent, received), n in zip(pairs, counts)]
 
 
 def aggregate_rate(flows: Iterable[tuple[float, float, float]]) -> float:

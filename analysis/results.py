@@ -11,7 +11,8 @@ from pathlib import Path
 from analysis import metrics
 
 # How a flow the runner interrupted (SIGINT at duration + grace) reports it: ours, iperf3's.
-# iperf3's then lacks the server's end-of-test report: the receiver's bytes are not known.
+# iperf3's then lacks the server's end-of-test report: the receiver's bytes are the server's
+# own JSON's (flowNNN-receiver.json).
 IPERF3_INTERRUPTED = "interrupt - the client has terminated"
 INTERRUPTED = ("interrupted", IPERF3_INTERRUPTED)
 # iperf3 over IPv4 without TCP options beyond timestamps: 1448 bytes of payload.
@@ -140,10 +141,11 @@ def run_metrics(folder: Path) -> dict:
             doc = json.loads(path.read_text())
             received_known = doc.get("error") != IPERF3_INTERRUPTED
             # The userspace transport names its segment size; iperf3's is MSS.
-            streams = metrics.iperf3_stream_rates(doc, doc.get("start", {}).get("mss", MSS),
-                                                  received_known)
+            streams = metrics.iperf3_stream_rates(
+                doc, doc.get("start", {}).get("mss", MSS), received_known,
+                None if received_known else _json(path.with_name(f"{path.stem}-receiver.json")))
         except (OSError, ValueError, KeyError):
-            doc, streams, received_known = {}, [None] * flow.get("streams", 1), True
+            doc, streams = {}, [None] * flow.get("streams", 1)
         reductions = doc.get("mecn", {}).get("reductions", {})
         error = doc.get("error") if streams[0] else "no result"
         if error in INTERRUPTED:              # stopped late by the runner: measured anyway
@@ -166,8 +168,7 @@ def run_metrics(folder: Path) -> dict:
                           "error": stream_error,
                           **{f"cuts_{signal}": reductions.get(signal, "")
                              for signal in ("incipient", "moderate", "loss", "timeout")},
-                          "goodput_from": "receiver" if received_known or s >= connected
-                          else "sender"})
+                          "goodput_from": rates.goodput_from if rates else ""})
     out["senders"] = "+".join(sorted({f["transport"] for f in flows})) if flows else ""
     forward = [f for f in flows if not f["reverse"] and not math.isnan(f["goodput_mbps"])]
     # A flow that gave up still delivered what it measured; it counts as failed all the same.
@@ -201,6 +202,15 @@ def run_metrics(folder: Path) -> dict:
         out["rtt_check"] = json.loads(rtt.read_text())
     (folder / "metrics.json").write_text(json.dumps(out, indent=1))
     return out
+
+
+def _json(path: Path) -> dict | None:
+    """A JSON file's content; None where it is missing or cut short (a process killed
+    before it wrote it all)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _transfers(folder: Path) -> dict:

@@ -12,7 +12,9 @@ A run's folder holds:
   groups.json      marks and drops per group (AECN's RTT groups, PI2's classes); AECN:
                    the RTT tracker's events
   flows/*.json     iperf3 output of every flow (client side), or the userspace
-                   transport's in the same shape (and its receiver's, flowNNN-receiver.json)
+                   transport's in the same shape; flowNNN-receiver.json its receiver's
+                   (the iperf3 server's JSON, the bytes it got even when the client was
+                   interrupted)
   transfers/*.json short-transfer client results; tcp.json per-host TCP segment counts
   s1/              the switch's log; d*.json the delay lines' counters
   aqm_from.json    when each bottleneck's AQM replaced DropTail (RunSpec.aqm_from)
@@ -26,6 +28,7 @@ import asyncio
 import csv
 import json
 import logging
+import os
 import platform
 import re
 import select
@@ -373,7 +376,7 @@ class Run:
         server, client = topo.host(topo.senders[0]), topo.host(topo.receivers[0])
         cc = self.spec.topology.congestion_control
         self._start(server, [sys.executable, "-m", "experiments.transfer", "serve", "--port",
-                             str(TRANSFER_PORT), "--cc", cc], wait_ready=True)
+                             str(TRANSFER_PORT), "--cc", cc])
         before_s, before_c = tcp_counters(server), tcp_counters(client)
         out = self.folder / "transfers"
         out.mkdir(exist_ok=True)
@@ -390,16 +393,16 @@ class Run:
         return {"server_out_segs": sent["OutSegs"], "server_retransmitted": sent["RetransSegs"],
                 "client_in_segs": after_c["InSegs"] - before_c["InSegs"]}
 
-    def _start(self, host, argv: list[str], stdout=None, wait_ready=False) -> subprocess.Popen:
-        proc = self._popen(host, argv, stdout=stdout or subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-        if wait_ready:
-            line = ""
-            if select.select([proc.stdout], [], [], READY_TIMEOUT)[0]:
-                line = proc.stdout.readline()
-            if line.strip() != "ready":
-                raise RuntimeError(f"{' '.join(argv)} on {host.name} did not get ready in "
-                                   f"{READY_TIMEOUT:g} s: {line.strip() or 'no output'}")
+    def _start(self, host, argv: list[str]) -> subprocess.Popen:
+        """A server that prints "ready" once it listens; waits for that line."""
+        proc = self._popen(host, argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        line = ""
+        if select.select([proc.stdout], [], [], READY_TIMEOUT)[0]:
+            line = proc.stdout.readline()
+        if line.strip() != "ready":
+            raise RuntimeError(f"{' '.join(argv)} on {host.name} did not get ready in "
+                               f"{READY_TIMEOUT:g} s: {line.strip() or 'no output'}")
         return proc
 
     def _install_aqm(self, plans: list[SwitchPlan], controllers: list[ControllerThread],
@@ -429,7 +432,7 @@ class Run:
             port = IPERF_BASE_PORT + k
             duration = flow.duration or spec.duration - flow.start
             if flow.transport == "kernel":
-                server = ["iperf3", "-s", "-1", "-p", str(port)]
+                server = ["iperf3", "-s", "-1", "-p", str(port), "--json"]
                 argv = ["iperf3", "-c", data_dst.ip, "-p", str(port), "-t", f"{duration:.2f}",
                         "-C", spec.topology.congestion_control, "--json", "-i", "1",
                         "-P", str(flow.streams)]
@@ -446,9 +449,12 @@ class Run:
                         "--give-up", f"{spec.duration + GRACE:.0f}",
                         "--response", flow.transport]
                 window = ["--window", str(flow.window)] if flow.window else []
-            userspace = flow.transport != "kernel"   # says "ready" once its socket is bound
-            self._start(topo.host(data_dst), server,
-                        stdout=None if userspace else subprocess.DEVNULL, wait_ready=userspace)
+            if flow.transport == "kernel":
+                with open(flows_dir / f"flow{k:03d}-receiver.json", "w") as report:
+                    self._popen(topo.host(data_dst), server, stdout=report,
+                                stderr=subprocess.DEVNULL)
+            else:   # says "ready" once its socket is bound
+                self._start(topo.host(data_dst), server)
             argv += window
             pending.append((flow.start, topo.host(data_src), argv, flows_dir / f"flow{k:03d}.json"))
         if spec.transfers:
@@ -476,8 +482,9 @@ class Run:
             now = time.monotonic() - start
             while pending and pending[0][0] <= now:
                 _, host, argv, out = pending.pop(0)
-                stdout = open(out, "w") if out else subprocess.DEVNULL
-                clients.append(self._popen(host, argv, stdout=stdout, stderr=subprocess.DEVNULL))
+                with open(out or os.devnull, "w") as stdout:
+                    clients.append(self._popen(host, argv, stdout=stdout,
+                                               stderr=subprocess.DEVNULL))
             while steps and steps[0][0] <= now:
                 planned, fraction = steps.pop(0)
                 for plan in plans:

@@ -196,36 +196,68 @@ def test_each_stream_of_an_iperf3_is_a_flow():
     assert metrics.iperf3_stream_rates(single, 1000) == [metrics.iperf3_rates(single, 1000)]
 
 
-def robust_and_fragile(folder, robust: dict, streams: int, seconds: float) -> dict:
-    """The metrics of a run of two flows: a robust iperf3 -P `streams` (its JSON `robust`)
-    and a fragile one that delivered 3 MB in `seconds`."""
+def robust_and_fragile(folder, robust: dict, streams: int, seconds: float,
+                       server: str | None = None) -> dict:
+    """The metrics of a run of two flows: a robust iperf3 -P `streams` (its JSON `robust`,
+    its server's `server`) and a fragile one that delivered 3 MB in `seconds`."""
     write_run(folder, [("robust", robust), ("fragile", iperf(3_000_000, 3_000_000, seconds, 0))],
               [counter_row(0.0, 0, 0), counter_row(3.0, 300, 300)],
               [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}])
+    if server is not None:
+        (folder / "flows" / "flow000-receiver.json").write_text(server)
     config = json.loads((folder / "config.json").read_text())
     config["flows"][0]["streams"] = streams
     (folder / "config.json").write_text(json.dumps(config))
     return run_metrics(folder)
 
 
-def test_an_interrupted_iperf3_is_measured_by_what_its_sender_wrote(tmp_path):
-    """A robust iperf3 -P 2 the runner stopped at the run's end (SIGINT): the server's
-    report never came, so its JSON gives the receiver 0 bytes. Its streams sent 130 kB each
-    in 30 s: not locked out. A stream of the same process that wrote nothing is."""
-    def stream(sent: int) -> dict:
-        return {"sender": {"bytes": sent, "seconds": 30.0, "retransmits": 20},
-                "receiver": {"bytes": 0, "seconds": 30.0}}
-    stopped = iperf(130_000, 0, 30.0, 40)
-    stopped["end"]["streams"] = [stream(130_000), stream(0)]
-    stopped["error"] = IPERF3_INTERRUPTED
-    m = robust_and_fragile(tmp_path, stopped, 2, 30.0)
+def interrupted(sent: list[int], seconds: float) -> dict:
+    """An iperf3 -P N client the runner stopped (SIGINT) at the run's end: the server's
+    report never came, so its JSON gives the receiver 0 bytes."""
+    def stream(n: int) -> dict:
+        return {"sender": {"bytes": n, "seconds": seconds, "retransmits": 20},
+                "receiver": {"bytes": 0, "seconds": seconds}}
+    doc = iperf(sum(sent), 0, seconds, 20 * len(sent))
+    doc["end"]["streams"] = [stream(n) for n in sent]
+    doc["error"] = IPERF3_INTERRUPTED
+    return doc
+
+
+def server_report(received: list[int]) -> dict:
+    """An iperf3 server's --json as it ends when its client is interrupted."""
+    return {"end": {"streams": [{"receiver": {"bytes": n, "seconds": 30.0}} for n in received],
+                    "sum_received": {"bytes": sum(received), "seconds": 30.0}},
+            "error": "the client has terminated"}
+
+
+def goodputs(folder) -> list[tuple[str, float]]:
+    return [(r["goodput_from"], float(r["goodput_mbps"]))
+            for r in csv.DictReader(open(folder / "flows.csv"))]
+
+
+def test_an_interrupted_iperf3_is_measured_by_what_its_server_received(tmp_path):
+    """Streams that wrote 130 kB each in 30 s, of which the server got 120 kB and 3 kB: the
+    second is locked out (1 % of a 0.4 Mb/s share is 4 kb/s: 15 kB in 30 s), though its
+    sender's bytes would have passed. The fragile flow ended its test normally."""
+    m = robust_and_fragile(tmp_path, interrupted([130_000, 130_000], 30.0), 2, 30.0,
+                           json.dumps(server_report([120_000, 3_000])))
     assert m["lockout"] == 1 and m["flows_failed"] == 0
-    rows = list(csv.DictReader(open(tmp_path / "flows.csv")))
-    assert [(r["goodput_from"], float(r["goodput_mbps"])) for r in rows] == [
-        ("sender", pytest.approx(8 * 130_000 / 30 / 1e6)), ("sender", 0.0),
-        ("receiver", pytest.approx(0.8))]
-    # The same report from a client that ended its test: the receiver's bytes, none.
-    assert metrics.iperf3_stream_rates(stopped, 1000)[0].goodput_bps == 0.0
+    assert goodputs(tmp_path) == [("receiver", pytest.approx(8 * 120_000 / 30 / 1e6)),
+                                  ("receiver", pytest.approx(8 * 3_000 / 30 / 1e6)),
+                                  ("receiver", pytest.approx(0.8))]
+
+
+@pytest.mark.parametrize("report", ["missing", "cut short", "fewer streams"])
+def test_without_the_server_s_report_an_interrupted_iperf3_is_measured_by_its_sender(
+        tmp_path, report):
+    """No report of every stream (a server killed before it wrote one): the bytes the
+    sender wrote, said so in flows.csv; a stream that wrote nothing is locked out."""
+    text = {"missing": None, "cut short": json.dumps(server_report([120_000, 0]))[:50],
+            "fewer streams": json.dumps(server_report([120_000]))}[report]
+    m = robust_and_fragile(tmp_path, interrupted([130_000, 0], 30.0), 2, 30.0, text)
+    assert m["lockout"] == 1
+    assert goodputs(tmp_path) == [("sender", pytest.approx(8 * 130_000 / 30 / 1e6)),
+                                  ("sender", 0.0), ("receiver", pytest.approx(0.8))]
 
 
 def test_aggregate_rate_weights_flows_by_their_lifetime():
