@@ -3,7 +3,8 @@ numbers, so each one is tested on hand-made data with a known answer.
 
 Definitions (seed in brackets):
 - throughput: bits/s a flow put on the wire, retransmissions included; goodput: bits/s of
-  application data delivered [000, 002].
+  application data delivered [000, 002]; both within the measured window where the run
+  sampled the connections' counters (analysis/connections.py), else over the flow's life.
 - Jain's index: (sum x)^2 / (n sum x^2) [002].
 - lockout: flows whose goodput stays below `share` (1 %) of the fair share capacity/n
   over the measured interval: they got (almost) nothing through [002].

@@ -8,7 +8,7 @@ import json
 import math
 from pathlib import Path
 
-from analysis import metrics
+from analysis import connections, metrics
 
 # How a flow the runner interrupted (SIGINT at duration + grace) reports it: ours, iperf3's.
 # iperf3's then lacks the server's end-of-test report: the receiver's bytes are the server's
@@ -135,17 +135,24 @@ def run_metrics(folder: Path) -> dict:
         capacity = _pps(bottleneck) * bottleneck["packet_bytes"] * 8 / 1e6
 
     flows = []   # one row per TCP connection (an iperf3 with -P N gives N)
+    samples = _json(folder / "connections.json")   # both ends' byte counters over time
     for k, flow in enumerate(config["flows"]):
         path = folder / "flows" / f"flow{k:03d}.json"
+        server = _json(path.with_name(f"{path.stem}-receiver.json"))
         try:
             doc = json.loads(path.read_text())
             received_known = doc.get("error") != IPERF3_INTERRUPTED
             # The userspace transport names its segment size; iperf3's is MSS.
             streams = metrics.iperf3_stream_rates(
-                doc, doc.get("start", {}).get("mss", MSS), received_known,
-                None if received_known else _json(path.with_name(f"{path.stem}-receiver.json")))
+                doc, doc.get("start", {}).get("mss", MSS), received_known, server)
         except (OSError, ValueError, KeyError):
             doc, streams = {}, [None] * flow.get("streams", 1)
+        planned_end = flow["start"] + (flow.get("duration") or config["duration"] - flow["start"])
+        window = connections.flow_window((start, end), flow["start"], planned_end)
+        windowed = (connections.window_rates(samples, doc, server, window)
+                    if samples and window and streams[0] and flow.get("transport") == "kernel"
+                    else None)
+        streams = windowed or streams
         reductions = doc.get("mecn", {}).get("reductions", {})
         error = doc.get("error") if streams[0] else "no result"
         if error in INTERRUPTED:              # stopped late by the runner: measured anyway
@@ -153,11 +160,14 @@ def run_metrics(folder: Path) -> dict:
         # iperf3 reports only the streams that connected; the others carried nothing for the
         # whole run: locked out, not absent.
         connected = len(streams)
-        streams += [metrics.FlowRates(0.0, 0.0, 0, math.inf)] * (flow.get("streams", 1) - connected)
+        nothing = metrics.FlowRates(0.0, 0.0, 0, window.seconds if windowed else math.inf,
+                                    "window" if windowed else "receiver")
+        streams += [nothing] * (flow.get("streams", 1) - connected)
         for s, rates in enumerate(streams):
             stream_error = error or ("" if s < connected else "never connected")
             flows.append({"flow": k, "stream": s, "group": flow["group"],
                           "reverse": flow["reverse"], "start": flow["start"],
+                          "measured_from": window.start if windowed else flow["start"],
                           "transport": flow.get("transport", "kernel"),
                           "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
                           "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
@@ -177,7 +187,8 @@ def run_metrics(folder: Path) -> dict:
         goodputs = [f["goodput_mbps"] for f in forward]
 
         def total(key: str) -> float:
-            return metrics.aggregate_rate((f["start"], f["seconds"], f[key]) for f in forward)
+            return metrics.aggregate_rate((f["measured_from"], f["seconds"], f[key])
+                                          for f in forward)
         out.update(goodput_mbps=total("goodput_mbps"), throughput_mbps=total("throughput_mbps"),
                    retransmits=sum(f["retransmits"] for f in forward),
                    jain=metrics.jain(goodputs),

@@ -18,6 +18,8 @@ A run's folder holds:
   transfers/*.json short-transfer client results; tcp.json per-host TCP segment counts
   s1/              the switch's log; d*.json the delay lines' counters
   aqm_from.json    when each bottleneck's AQM replaced DropTail (RunSpec.aqm_from)
+  connections.json every iperf3 connection's byte counters at both ends over time
+                   (experiments/connections.py): the flows' rates within the window
   metrics.json     computed metrics (see analysis/metrics.py); flows.csv per flow (per
                    stream of an iperf3 that carries several)
 """
@@ -47,6 +49,7 @@ from control_plane.aqm import Aecn, Aqm, PortConfig
 from control_plane.build import REPO, Artifacts
 from control_plane.controller import Controller, PortView, Route
 from control_plane.toolchain import find
+from experiments.connections import ConnectionSampler
 from experiments.spec import OTHER_PORTS, WIDE_QUEUE, RunSpec
 from topologies.cleanup import GUARD
 from topologies.dumbbell import Dumbbell, DumbbellSpec
@@ -426,6 +429,7 @@ class Run:
         flows_dir = self.folder / "flows"
         flows_dir.mkdir(exist_ok=True)
         pending = []
+        kernel_hosts = {}   # where iperf3's ends run, for the connection sampler
         for k, flow in enumerate(spec.flows):
             data_src = topo.receivers[flow.receiver] if flow.reverse else topo.senders[flow.sender]
             data_dst = topo.senders[flow.sender] if flow.reverse else topo.receivers[flow.receiver]
@@ -450,6 +454,8 @@ class Run:
                         "--response", flow.transport]
                 window = ["--window", str(flow.window)] if flow.window else []
             if flow.transport == "kernel":
+                for end in (data_src, data_dst):
+                    kernel_hosts[end.name] = topo.host(end)
                 with open(flows_dir / f"flow{k:03d}-receiver.json", "w") as report:
                     self._popen(topo.host(data_dst), server, stdout=report,
                                 stderr=subprocess.DEVNULL)
@@ -473,6 +479,27 @@ class Run:
         start = time.monotonic()
         for recorder in recorders:
             recorder.t0 = start
+        sampler = ConnectionSampler(
+            list(kernel_hosts.values()), range(IPERF_BASE_PORT, IPERF_BASE_PORT + len(spec.flows)),
+            start, (spec.measure_from, spec.measure_until or spec.duration))
+        sampler.start()
+        try:
+            self._run_traffic(pending, plans, controllers, start)
+        finally:
+            sampler.stop()
+        sampler.write(self.folder)
+        if spec.transfers:
+            after = {h.name: tcp_counters(topo.host(h)) for h in topo.senders[:1] + topo.receivers}
+            (self.folder / "transfers" / "tcp.json").write_text(json.dumps(
+                {name: {k: after[name][k] - before[name][k] for k in after[name]}
+                 for name in after}, indent=1))
+        self.on_progress(spec.duration, spec.duration, "done")
+
+    def _run_traffic(self, pending: list, plans: list[SwitchPlan],
+                     controllers: list[ControllerThread], start: float) -> None:
+        """The clients started at their times, the rate steps and the AQM's installation
+        made at theirs, until every client has ended."""
+        spec = self.spec
         clients = []
         stopped_late = False
         pending.sort(key=lambda p: p[0])
@@ -514,10 +541,4 @@ class Run:
                                    f"{spec.duration:.0f} s run")
             self.on_progress(min(now, spec.duration), spec.duration, "traffic")
             time.sleep(0.05 if pending else 0.25)
-        if spec.transfers:
-            after = {h.name: tcp_counters(topo.host(h)) for h in topo.senders[:1] + topo.receivers}
-            (self.folder / "transfers" / "tcp.json").write_text(json.dumps(
-                {name: {k: after[name][k] - before[name][k] for k in after[name]}
-                 for name in after}, indent=1))
-        self.on_progress(spec.duration, spec.duration, "done")
 

@@ -135,11 +135,14 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert m["group_goodput_mbps"]["robust"]["mean"] == pytest.approx(8.0)
     assert m["lockout"] == 0
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "flows.csv").exists()
-    rows = (tmp_path / "flows.csv").read_text().splitlines()
-    mecn_row = rows[3].split(",")
-    assert mecn_row[5] == "mecn" and float(mecn_row[6]) == pytest.approx(8 * (1 + 10 * 1460 / 3e6))
-    assert mecn_row[7:10] == ["4.0", "3.0", "10"] and "giving up" in mecn_row[10]
-    assert mecn_row[11:] == ["4", "2", "1", "0", "receiver"] and rows[1].split(",")[10] == ""
+    rows = list(csv.DictReader(open(tmp_path / "flows.csv")))
+    mecn = rows[2]
+    assert mecn["transport"] == "mecn"
+    assert float(mecn["throughput_mbps"]) == pytest.approx(8 * (1 + 10 * 1460 / 3e6))
+    assert [mecn[k] for k in ("goodput_mbps", "seconds", "retransmits")] == ["4.0", "3.0", "10"]
+    assert "giving up" in mecn["error"] and rows[0]["error"] == ""
+    assert [mecn[k] for k in ("cuts_incipient", "cuts_moderate", "cuts_loss", "cuts_timeout",
+                              "goodput_from")] == ["4", "2", "1", "0", "receiver"]
 
 
 

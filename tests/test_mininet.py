@@ -4,14 +4,14 @@ that meet every congestion level."""
 
 from __future__ import annotations
 
+import csv
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from analysis.results import read_csv, run_metrics
-import json
-
 from control_plane.aqm import Mecn, RedEcn
 from experiments.runner import Run
 from experiments.spec import Flow, RunSpec
@@ -64,10 +64,17 @@ def test_two_flows_through_the_switch(mininet_ready, artifacts, tmp_path, ecn):
     assert 0.5 * sent < toward <= sent, f"{toward} frames toward the receivers, {sent} sent"
     assert (folder / "telemetry.csv").stat().st_size > 0
     # Each iperf3 server's own report is kept, and it counts what its client heard of it.
-    for k in range(2):
+    # The goodput is what each receiver got within the window [3, 8] s (sampled at both
+    # ends): less than over the whole test, and its sender sent at least as much.
+    rows = list(csv.DictReader(open(folder / "flows.csv")))
+    for k, row in enumerate(rows):
         client = json.loads((folder / "flows" / f"flow{k:03d}.json").read_text())
         server = json.loads((folder / "flows" / f"flow{k:03d}-receiver.json").read_text())
         assert server["end"]["sum_received"]["bytes"] == client["end"]["sum_received"]["bytes"]
+        assert row["goodput_from"] == "window" and float(row["seconds"]) == 5.0
+        window_bytes = float(row["goodput_mbps"]) * 1e6 / 8 * 5.0
+        assert 0 < window_bytes < client["end"]["sum_received"]["bytes"]
+        assert float(row["throughput_mbps"]) >= float(row["goodput_mbps"])
     # Nothing the run started outlives it (delay lines, the switch, traffic).
     leftovers = []
     for proc in Path("/proc").iterdir():
