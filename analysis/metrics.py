@@ -119,32 +119,47 @@ def iperf3_rates(result: dict, mss: int) -> FlowRates:
     return _rates(end["sum_sent"], end["sum_received"], mss, end["sum_received"]["bytes"])
 
 
-def server_bytes(server: dict | None, streams: int) -> list[float] | None:
-    """What an iperf3 server (its --json) received, per stream in connection order; None
-    without a report of every stream the client had."""
+def client_ports(client: dict) -> list[int]:
+    """Each stream's local port, in the order of an iperf3 client report's streams (its
+    `start.connected` names each socket's port)."""
+    start, end = client["start"], client["end"]
+    port_of = {c["socket"]: c["local_port"] for c in start["connected"]}
+    streams = end.get("streams", [])
+    if len(streams) > 1:
+        return [port_of[s["sender"]["socket"]] for s in streams]
+    return [start["connected"][0]["local_port"]]
+
+
+def server_received(server: dict | None) -> dict[int, float]:
+    """Bytes an iperf3 server received (its --json) per client port: the streams matched
+    by port, as the server may accept them in another order than the client connected."""
     try:
-        end = server["end"]
-        if streams == 1:
-            return [float(end["sum_received"]["bytes"])]
-        received = [float(stream["receiver"]["bytes"]) for stream in end["streams"]]
+        port_of = {c["socket"]: c["remote_port"] for c in server["start"]["connected"]}
+        return {port_of[s["receiver"]["socket"]]: float(s["receiver"]["bytes"])
+                for s in server["end"]["streams"]}
     except (TypeError, KeyError):
-        return None
-    return received if len(received) == streams else None
+        return {}
 
 
 def iperf3_stream_rates(result: dict, mss: int, received_known: bool = True,
                         server: dict | None = None) -> list[FlowRates]:
     """Each TCP connection's rates when one iperf3 carries several (-P), else the one
     connection's: the flows that fairness and lockout are about. An iperf3 client stopped
-    by a signal has no report from the server (`received_known` False): the receiver's
-    bytes are the server's own JSON's (`server`), or, without it, unknown."""
+    by a signal has no report from the server (`received_known` False): a stream's
+    received bytes are then the server's own report's (`server`), else unknown."""
     end = result["end"]
     streams = end.get("streams", [])
     pairs = ([(stream["sender"], stream["receiver"]) for stream in streams]
              if len(streams) > 1 else [(end["sum_sent"], end["sum_received"])])
-    counts: list[float | None] = (
-        [received["bytes"] for _, received in pairs] if received_known
-        else server_bytes(server, len(pairs)) or [None] * len(pairs))
+    if received_known:
+        counts: list[float | None] = [received["bytes"] for _, received in pairs]
+    else:
+        try:
+            ports = client_ports(result)
+        except (KeyError, IndexError):
+            ports = [None] * len(pairs)
+        received_by_port = server_received(server)
+        counts = [received_by_port.get(port) for port in ports]
     return [_rates(sent, received, mss, n) for (sent, received), n in zip(pairs, counts)]
 
 

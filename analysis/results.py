@@ -136,23 +136,18 @@ def run_metrics(folder: Path) -> dict:
 
     flows = []   # one row per TCP connection (an iperf3 with -P N gives N)
     samples = _json(folder / "connections.json")   # both ends' byte counters over time
-    for k, flow in enumerate(config["flows"]):
-        path = folder / "flows" / f"flow{k:03d}.json"
-        server = _json(path.with_name(f"{path.stem}-receiver.json"))
-        try:
-            doc = json.loads(path.read_text())
-            received_known = doc.get("error") != IPERF3_INTERRUPTED
-            # The userspace transport names its segment size; iperf3's is MSS.
-            streams = metrics.iperf3_stream_rates(
-                doc, doc.get("start", {}).get("mss", MSS), received_known, server)
-        except (OSError, ValueError, KeyError):
-            doc, streams = {}, [None] * flow.get("streams", 1)
-        planned_end = flow["start"] + (flow.get("duration") or config["duration"] - flow["start"])
-        window = connections.flow_window((start, end), flow["start"], planned_end)
-        windowed = (connections.window_rates(samples, doc, server, window)
-                    if samples and window and streams[0] and flow.get("transport") == "kernel"
-                    else None)
-        streams = windowed or streams
+    measured = [_flow_rates(folder, config, samples, k, flow, (start, end))
+                for k, flow in enumerate(config["flows"])]
+    # One measure for the whole run: within the window where every flow that reported and
+    # was planned to live in it has its window rates, else each over its own life.
+    in_window = samples is not None and all(
+        windowed is not None for _, streams, window, windowed in measured
+        if streams[0] and window)
+    for k, (flow, (doc, streams, window, windowed)) in enumerate(zip(config["flows"], measured)):
+        if in_window and streams[0]:
+            # A flow planned to live outside the window has no rate within it.
+            streams = windowed or [metrics.FlowRates(math.nan, math.nan, -1, math.nan, "")] * \
+                flow.get("streams", 1)
         reductions = doc.get("mecn", {}).get("reductions", {})
         error = doc.get("error") if streams[0] else "no result"
         if error in INTERRUPTED:              # stopped late by the runner: measured anyway
@@ -160,14 +155,15 @@ def run_metrics(folder: Path) -> dict:
         # iperf3 reports only the streams that connected; the others carried nothing for the
         # whole run: locked out, not absent.
         connected = len(streams)
-        nothing = metrics.FlowRates(0.0, 0.0, 0, window.seconds if windowed else math.inf,
-                                    "window" if windowed else "receiver")
+        nothing = (metrics.FlowRates(0.0, 0.0, 0, window.seconds, "window") if in_window
+                   and window else metrics.FlowRates(0.0, 0.0, 0, math.inf, "receiver"))
         streams += [nothing] * (flow.get("streams", 1) - connected)
         for s, rates in enumerate(streams):
             stream_error = error or ("" if s < connected else "never connected")
             flows.append({"flow": k, "stream": s, "group": flow["group"],
                           "reverse": flow["reverse"], "start": flow["start"],
-                          "measured_from": window.start if windowed else flow["start"],
+                          "measured_from": window.start if in_window and window
+                          else flow["start"],
                           "transport": flow.get("transport", "kernel"),
                           "throughput_mbps": rates.throughput_bps / 1e6 if rates else math.nan,
                           "goodput_mbps": rates.goodput_bps / 1e6 if rates else math.nan,
@@ -213,6 +209,34 @@ def run_metrics(folder: Path) -> dict:
         out["rtt_check"] = json.loads(rtt.read_text())
     (folder / "metrics.json").write_text(json.dumps(out, indent=1))
     return out
+
+
+def _flow_rates(folder: Path, config: dict, samples: dict | None, k: int, flow: dict,
+                measured: tuple[float, float]
+                ) -> tuple[dict, list, connections.Window | None, list | None]:
+    """Flow k's client report, its streams' rates over their own life (None where it left
+    no report), the part of the window it was planned to live in, and its streams' rates
+    within that (None where they cannot be read)."""
+    path = folder / "flows" / f"flow{k:03d}.json"
+    server = _json(path.with_name(f"{path.stem}-receiver.json"))
+    try:
+        doc = json.loads(path.read_text())
+        received_known = doc.get("error") != IPERF3_INTERRUPTED
+        # The userspace transport names its segment size; iperf3's is MSS.
+        mss = doc.get("start", {}).get("mss", MSS)
+        streams = metrics.iperf3_stream_rates(doc, mss, received_known, server)
+    except (OSError, ValueError, KeyError):
+        return {}, [None] * flow.get("streams", 1), None, None
+    planned_end = flow["start"] + (flow.get("duration") or config["duration"] - flow["start"])
+    window = connections.flow_window(measured, flow["start"], planned_end)
+    windowed = None
+    if window and samples:
+        if flow.get("transport", "kernel") == "kernel":
+            windowed = connections.window_rates(samples, doc, server, window, mss)
+        else:
+            rates = connections.userspace_rates(doc, samples["started"], window, mss)
+            windowed = [rates] if rates else None
+    return doc, streams, window, windowed
 
 
 def _json(path: Path) -> dict | None:

@@ -6,6 +6,7 @@ late (iperf3 starts a test only once all of them have) is short, and runs past t
 
 connections.json:
   period       s between samples
+  started      the run's start (t = 0) as Unix time
   rounds       {host: [t, ...]}: when each host was sampled, s from the run's start
   receiver     {"SERVER_PORT/CLIENT_PORT": {"host", "t": [...], "bytes": [...]}}: bytes
                received, at each sample of the host holding that end
@@ -59,13 +60,17 @@ def parse_ss(text: str, ports: range) -> list[tuple[str, int, int, dict[str, int
 
 class ConnectionSampler:
     """Samples `hosts` (Mininet hosts) at every whole second and at `extra` times (s from
-    `t0`), on its own thread until stopped."""
+    `t0`, a time.monotonic()), on its own thread until stopped. A host whose `ss` fails
+    misses that round (its counters are read across the gap)."""
 
     def __init__(self, hosts: list, ports: range, t0: float, extra: tuple[float, ...] = ()):
         self.hosts, self.ports, self.t0 = hosts, ports, t0
+        # The run's start on the wall clock: the userspace transport stamps its own start so.
+        self.started = time.time() - (time.monotonic() - t0)
         self.extra = sorted(extra)
         self.rounds: dict[str, list[float]] = {h.name: [] for h in hosts}
         self.series: dict[str, dict[str, dict[str, list]]] = {"receiver": {}, "sender": {}}
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="connections", daemon=True)
 
@@ -78,6 +83,9 @@ class ConnectionSampler:
         if self._thread.ident is not None:
             self._thread.join(SS_TIMEOUT * (len(self.hosts) + 1))
 
+    def _now(self) -> float:
+        return time.monotonic() - self.t0
+
     def _next(self, now: float) -> float:
         whole = float(int(now / PERIOD) + 1) * PERIOD
         later = [t for t in self.extra if t > now]
@@ -86,34 +94,41 @@ class ConnectionSampler:
     def _run(self) -> None:
         while not self._stop.wait(max(0.0, self._next(self._now()) - self._now())):
             for host in self.hosts:
-                self.sample(host)
-
-    def _now(self) -> float:
-        return time.monotonic() - self.t0
+                try:
+                    self.sample(host)
+                except Exception as err:   # a lost round, not a lost run
+                    LOG.warning("connection sample on %s failed: %s", host.name, err)
 
     def sample(self, host) -> None:
         t = self._now()
         flt = (f"( sport >= :{self.ports.start} and sport < :{self.ports.stop} ) or "
                f"( dport >= :{self.ports.start} and dport < :{self.ports.stop} )")
         proc = host.popen(["ss", "-tinHO", "state", "connected", flt],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            text, _ = proc.communicate(timeout=SS_TIMEOUT)
-        except subprocess.TimeoutExpired:   # a lost sample, not a lost run
-            LOG.debug("ss on %s took over %g s", host.name, SS_TIMEOUT)
+            text, err = proc.communicate(timeout=SS_TIMEOUT)
+        except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            return
+            raise RuntimeError(f"ss took over {SS_TIMEOUT:g} s") from None
+        if proc.returncode != 0:
+            raise RuntimeError(f"ss exited with {proc.returncode}: {err.strip()}")
         t = (t + self._now()) / 2
-        self.rounds[host.name].append(t)
-        for role, server, client, counters in parse_ss(text, self.ports):
-            entry = self.series[role].setdefault(f"{server}/{client}",
-                                                 {"host": host.name, "t": []})
-            entry["t"].append(t)
-            for key, value in counters.items():
-                entry.setdefault(key, []).append(value)
+        with self._lock:
+            self.rounds[host.name].append(t)
+            for role, server, client, counters in parse_ss(text, self.ports):
+                entry = self.series[role].setdefault(
+                    f"{server}/{client}", {"host": host.name, "t": [],
+                                           **{key: [] for key in counters}})
+                entry["t"].append(t)
+                for key, value in counters.items():
+                    entry[key].append(value)
+
+    def document(self) -> dict:
+        """What connections.json holds, copied as it stands."""
+        with self._lock:
+            return json.loads(json.dumps({"period": PERIOD, "started": self.started,
+                                          "rounds": self.rounds, **self.series}))
 
     def write(self, folder: Path) -> None:
-        if self.hosts:
-            (folder / "connections.json").write_text(json.dumps(
-                {"period": PERIOD, "rounds": self.rounds, **self.series}))
+        (folder / "connections.json").write_text(json.dumps(self.document()))

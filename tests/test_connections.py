@@ -16,6 +16,7 @@ import pytest
 
 from analysis import connections
 from analysis.connections import Window
+from analysis.metrics import server_received
 from analysis.results import IPERF3_INTERRUPTED, run_metrics
 from experiments.connections import ConnectionSampler, parse_ss
 from tests.test_interrupted_iperf3 import free_port, listening
@@ -78,7 +79,7 @@ def samples(series: dict[int, tuple[list[float], list[float]]]) -> dict:
                                  "bytes": b, **({"retrans": [0] * len(t)} if role == "sender"
                                                 else {})}
                 for port, (t, b) in series.items()}
-    return {"period": 1.0, "rounds": {"h1": rounds, "r1": rounds},
+    return {"period": 1.0, "started": 1000.0, "rounds": {"h1": rounds, "r1": rounds},
             "receiver": ends("receiver"), "sender": ends("sender")}
 
 
@@ -114,6 +115,43 @@ def test_a_late_stream_is_measured_over_the_window_not_its_own_life(tmp_path):
         [8 * 600_000 / 50 / 1e6] * 2 + [8 * 250_000 / 50 / 1e6])
     assert [float(r["measured_from"]) for r in rows] == [10.0] * 3
     assert m["goodput_mbps"] == pytest.approx(8 * 1_450_000 / 50 / 1e6)
+    # A host not sampled after the window's end: no flow is read within it, each over its
+    # own life (the interrupted one by its sender: it left no server report).
+    data["rounds"]["r1"] = data["rounds"]["r1"][:55]
+    (tmp_path / "connections.json").write_text(json.dumps(data))
+    run_metrics(tmp_path)
+    assert [r["goodput_from"] for r in csv.DictReader(open(tmp_path / "flows.csv"))] == [
+        "sender", "sender", "receiver"]
+
+
+def userspace_report(started: float, per_second: list[int], tail: int, seconds: float) -> dict:
+    """The userspace transport's report: bytes acknowledged in each whole second from its
+    start (no retransmissions), `tail` more after the last by its end at `seconds`."""
+    doc = iperf(sum(per_second) + tail, sum(per_second) + tail, seconds, 0)
+    doc["start"] = {"response": "mecn", "mss": 1460, "started": started}
+    doc["intervals"] = [{"sum": {"start": float(i), "end": float(i + 1), "bytes": n,
+                                 "retransmits": 0}} for i, n in enumerate(per_second)]
+    return doc
+
+
+def test_the_userspace_transport_is_measured_in_the_window_by_its_own_clock(tmp_path):
+    """It started 2.5 s into the run (its stamp against the run's), acknowledged 10 kB a
+    second for 20 s, then 5 kB by its end at 20.5 s: in the window [10, 60], 12.5 s of
+    10 kB plus the 5 kB, over its planned life there (it was planned to end at 25 s)."""
+    doc = userspace_report(1002.5, [10_000] * 20, 5_000, 20.5)
+    write_run(tmp_path, [("f", doc)],
+              [counter_row(0.0, 0, 0), counter_row(60.0, 300, 300)],
+              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}],
+              measure_from=10.0, duration=60.0)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["flows"][0]["duration"] = 25.0
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "connections.json").write_text(json.dumps(
+        {"period": 1.0, "started": 1000.0, "rounds": {}, "receiver": {}, "sender": {}}))
+    run_metrics(tmp_path)
+    (row,) = csv.DictReader(open(tmp_path / "flows.csv"))
+    assert (row["transport"], row["goodput_from"], row["seconds"]) == ("mecn", "window", "15.0")
+    assert float(row["goodput_mbps"]) == pytest.approx(8 * (125_000 + 5_000) / 15 / 1e6)
 
 
 def test_without_samples_the_rates_are_iperf3_s_over_the_test_s_life(tmp_path):
@@ -157,7 +195,8 @@ def test_the_sampler_follows_both_ends_of_a_real_connection(tmp_path):
         sampler.start()
 
         def data_samples() -> int:
-            grown = [e for e in sampler.series["receiver"].values() if e["bytes"][-1] > 0]
+            grown = [e for e in sampler.document()["receiver"].values()
+                     if e["bytes"][-1] > 0]
             return max((len(e["t"]) for e in grown), default=0)
         wait_for(lambda: data_samples() >= 3, 30, "3 samples of a connection carrying data")
         sampler.stop()
@@ -180,6 +219,6 @@ def test_the_sampler_follows_both_ends_of_a_real_connection(tmp_path):
     for counts in (received["bytes"], sent["bytes"]):
         assert counts == sorted(counts) and counts[-1] > counts[0]
     assert received["bytes"][-1] <= sent["bytes"][-1] <= 60 * 8e6 / 8
-    final = connections.server_finals(json.loads(report.read_text()))
+    final = server_received(json.loads(report.read_text()))
     # iperf3 counts the data after the 37-byte cookie that opens each stream; TCP all.
     assert final[int(key.split("/")[1])] >= received["bytes"][-1] - 37

@@ -216,20 +216,28 @@ def robust_and_fragile(folder, robust: dict, streams: int, seconds: float,
 
 def interrupted(sent: list[int], seconds: float) -> dict:
     """An iperf3 -P N client the runner stopped (SIGINT) at the run's end: the server's
-    report never came, so its JSON gives the receiver 0 bytes."""
-    def stream(n: int) -> dict:
-        return {"sender": {"bytes": n, "seconds": seconds, "retransmits": 20},
-                "receiver": {"bytes": 0, "seconds": seconds}}
+    report never came, so its JSON gives the receiver 0 bytes. Stream i is socket 5 + i,
+    from port 40000 + i."""
+    def stream(i: int, n: int) -> dict:
+        return {"sender": {"socket": 5 + i, "bytes": n, "seconds": seconds, "retransmits": 20},
+                "receiver": {"socket": 5 + i, "bytes": 0, "seconds": seconds}}
     doc = iperf(sum(sent), 0, seconds, 20 * len(sent))
-    doc["end"]["streams"] = [stream(n) for n in sent]
+    doc["start"] = {"connected": [{"socket": 5 + i, "local_port": 40000 + i,
+                                   "remote_port": 5201} for i in range(len(sent))]}
+    doc["end"]["streams"] = [stream(i, n) for i, n in enumerate(sent)]
     doc["error"] = IPERF3_INTERRUPTED
     return doc
 
 
-def server_report(received: list[int]) -> dict:
-    """An iperf3 server's --json as it ends when its client is interrupted."""
-    return {"end": {"streams": [{"receiver": {"bytes": n, "seconds": 30.0}} for n in received],
-                    "sum_received": {"bytes": sum(received), "seconds": 30.0}},
+def server_report(received: dict[int, int]) -> dict:
+    """An iperf3 server's --json as it ends when its client is interrupted: bytes per
+    client port, its sockets numbered in the order given."""
+    ports = list(received)
+    return {"start": {"connected": [{"socket": 9 + i, "local_port": 5201, "remote_port": p}
+                                    for i, p in enumerate(ports)]},
+            "end": {"streams": [{"receiver": {"socket": 9 + i, "bytes": received[p],
+                                              "seconds": 30.0}} for i, p in enumerate(ports)],
+                    "sum_received": {"bytes": sum(received.values()), "seconds": 30.0}},
             "error": "the client has terminated"}
 
 
@@ -241,22 +249,25 @@ def goodputs(folder) -> list[tuple[str, float]]:
 def test_an_interrupted_iperf3_is_measured_by_what_its_server_received(tmp_path):
     """Streams that wrote 130 kB each in 30 s, of which the server got 120 kB and 3 kB: the
     second is locked out (1 % of a 0.4 Mb/s share is 4 kb/s: 15 kB in 30 s), though its
-    sender's bytes would have passed. The fragile flow ended its test normally."""
+    sender's bytes would have passed. The server accepted the second first (its report
+    lists it first): matched by port. The fragile flow ended its test normally."""
     m = robust_and_fragile(tmp_path, interrupted([130_000, 130_000], 30.0), 2, 30.0,
-                           json.dumps(server_report([120_000, 3_000])))
+                           json.dumps(server_report({40001: 3_000, 40000: 120_000})))
     assert m["lockout"] == 1 and m["flows_failed"] == 0
     assert goodputs(tmp_path) == [("receiver", pytest.approx(8 * 120_000 / 30 / 1e6)),
                                   ("receiver", pytest.approx(8 * 3_000 / 30 / 1e6)),
                                   ("receiver", pytest.approx(0.8))]
 
 
-@pytest.mark.parametrize("report", ["missing", "cut short", "fewer streams"])
+@pytest.mark.parametrize("report", ["missing", "cut short", "other ports"])
 def test_without_the_server_s_report_an_interrupted_iperf3_is_measured_by_its_sender(
         tmp_path, report):
-    """No report of every stream (a server killed before it wrote one): the bytes the
-    sender wrote, said so in flows.csv; a stream that wrote nothing is locked out."""
-    text = {"missing": None, "cut short": json.dumps(server_report([120_000, 0]))[:50],
-            "fewer streams": json.dumps(server_report([120_000]))}[report]
+    """No report of the client's streams (a server killed before it wrote one, or another
+    client's): the bytes the sender wrote, said so in flows.csv; a stream that wrote
+    nothing is locked out."""
+    text = {"missing": None,
+            "cut short": json.dumps(server_report({40000: 120_000, 40001: 0}))[:50],
+            "other ports": json.dumps(server_report({40100: 120_000, 40101: 0}))}[report]
     m = robust_and_fragile(tmp_path, interrupted([130_000, 0], 30.0), 2, 30.0, text)
     assert m["lockout"] == 1
     assert goodputs(tmp_path) == [("sender", pytest.approx(8 * 130_000 / 30 / 1e6)),

@@ -56,7 +56,7 @@ def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: Fa
     a FIN. Returns the result document (also when interrupted or given up: `error` says)."""
     sender = make_sender(config)
     payload = bytes(wire.PAYLOAD)
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     cwnd_log: list[list[float | None]] = []
     intervals: list[dict] = []
     error = None
@@ -122,6 +122,7 @@ def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: Fa
     acked_bytes = sender.snd_una * wire.PAYLOAD
     return {
         "start": {"transport": "p4aqm-mecn", "response": config.response.value,
+                  "started": started,   # Unix time of the intervals' 0: the run's clock
                   "connecting_to": {"host": job.host, "port": job.port},
                   "mss": wire.PAYLOAD, "config": {k: (v.value if hasattr(v, "value") else v)
                                                    for k, v in asdict(config).items()}},
