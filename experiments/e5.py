@@ -22,7 +22,7 @@ from analysis import plots, stats
 from control_plane.aqm import Aecn, Aqm, Red, RedEcn
 from experiments.base import (Experiment, PlanOptions, Row, Runs, curves, fmt, line_figure,
                               queue_columns)
-from experiments.spec import Flow, RunSpec
+from experiments.spec import CONNECT_RTTS, Flow, RunSpec
 from topologies.dumbbell import rtt_groups
 from topologies.nodes import Bottleneck
 
@@ -36,7 +36,7 @@ DURATION, MEASURE_FROM = 60.0, 10.0
 # Streams per iperf3 process, and the time by which every group has connected (the
 # fragile group's STREAMS handshakes of 300 ms, with a margin).
 STREAMS = 20
-SETUP = 1.25 * STREAMS * 0.300
+SETUP = CONNECT_RTTS * STREAMS * 0.300
 FLOWS = (15, 30, 60, 120, 240, 480, 600)
 SUBSET_FLOWS = (15, 60, 240)
 ALGORITHMS = ("red", "ecn", "aecn")
@@ -79,7 +79,7 @@ def group_flows(group: str, n: int) -> list[Flow]:
     k = SENDER_GROUPS.index(group)
     chunks = [STREAMS] * (n // STREAMS) + ([n % STREAMS] if n % STREAMS else [])
     rtt = TOPOLOGY.expected_rtt(k, 0)
-    return [Flow(k, 0, start=SETUP - 1.25 * size * rtt + 0.05 * c, window=WINDOW,
+    return [Flow(k, 0, start=SETUP - CONNECT_RTTS * size * rtt + 0.05 * c, window=WINDOW,
                  group=group, streams=size) for c, size in enumerate(chunks)]
 
 

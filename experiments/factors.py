@@ -15,7 +15,7 @@ from control_plane.aqm import Aecn, Aqm, Newque, Pi
 from control_plane.algorithms.pi import hollot_gains
 from control_plane.build import DROP_AT
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
-from experiments.spec import TRANSPORTS, RunSpec
+from experiments.spec import CONNECT_RTTS, TRANSPORTS, RunSpec
 from topologies.dumbbell import DumbbellSpec
 
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
@@ -118,6 +118,35 @@ def _clients(value: int) -> Callable[[RunSpec], RunSpec]:
             raise FactorError(f"{spec.label}: its clients' links differ")
         return replace(spec, topology=replace(spec.topology, receivers=receivers[:1] * value),
                        duration=spec.duration * max(1.0, value / len(receivers)))
+    return apply
+
+
+def _streams(value: int) -> Callable[[RunSpec], RunSpec]:
+    """iperf3 processes of at most `value` streams. iperf3 starts a process's test only
+    once every stream has connected, one after the other, so one stream whose SYNs are
+    lost holds the others back (idle, connected) however the AQM treats them. Each part
+    starts as much later as its whole spent connecting the streams it no longer has, so
+    that every part begins sending when the whole would have."""
+    def apply(spec: RunSpec) -> RunSpec:
+        flows, split = [], False
+        for flow in spec.flows:
+            if flow.transport != "kernel" or flow.streams <= value:
+                flows.append(flow)
+                continue
+            if not isinstance(spec.topology, DumbbellSpec):
+                raise FactorError(f"{spec.label}: streams splits a dumbbell's flows only")
+            split = True
+            rtt = spec.topology.expected_rtt(flow.sender, flow.receiver)
+            sizes = [value] * (flow.streams // value) + (
+                [flow.streams % value] if flow.streams % value else [])
+            for size in sizes:
+                later = CONNECT_RTTS * (flow.streams - size) * rtt
+                flows.append(replace(flow, streams=size, start=flow.start + later,
+                                     duration=None if flow.duration is None
+                                     else flow.duration - later))
+        if not split:
+            raise FactorError(f"{spec.label}: no iperf3 process has over {value} streams")
+        return replace(spec, flows=tuple(flows))
     return apply
 
 
@@ -305,6 +334,9 @@ FACTORS: dict[str, Factor] = {
     "cc": Factor("Linux congestion control of kernel TCP flows",
                  _choice(CONGESTION_CONTROLS), _cc),
     "ecn": Factor("the hosts' ECN (tcp_ecn), 0 or 1", _flag, _ecn),
+    "streams": Factor("the most streams (TCP connections) per iperf3 process: larger ones "
+                      "split, each part starting when the whole would have sent",
+                      _number(1, 128, int), _streams),
     "access": Factor("the senders' one-way access delay in ms (E4: long and cross senders)",
                      _number(0, 1000), _access),
     "clients": Factor("short-transfer clients (E7)", _number(1, 50, int), _clients),

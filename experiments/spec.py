@@ -37,6 +37,11 @@ class Flow:
     streams: int = 1                # kernel TCP: parallel connections of one iperf3 (-P)
 
 
+# Round trips iperf3 spends connecting each stream of a process (SYN, SYN-ACK, its cookie,
+# with a margin) before the process's test starts: one stream after the other.
+CONNECT_RTTS = 1.25
+
+
 @dataclass(frozen=True)
 class Transfers:
     """Seed 004's clients: every receiver fetches `count` files of `size` bytes, one after

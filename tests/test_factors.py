@@ -17,7 +17,7 @@ from experiments.__main__ import main, resume_command
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
 from experiments.runner import port_views
-from experiments.spec import OTHER_PORTS
+from experiments.spec import CONNECT_RTTS, OTHER_PORTS
 from topologies.nodes import SwitchPlan
 
 
@@ -243,6 +243,33 @@ def test_aecn_s_a_and_b_change_aecn_s_group_maxima_only():
             runs("e5", f"{name}=1", only="ecn-240f")
         with pytest.raises(factors.FactorError, match=re.escape("0.5 is outside [1, 1e+06]")):
             factors.parse([f"{name}=0.5"])
+
+
+def test_streams_splits_the_iperf3_processes_each_part_sending_when_the_whole_would():
+    """Issue 25's control of the lockout that one unconnected stream causes: an iperf3
+    process starts sending only once its 20 streams have connected, one round trip (and a
+    margin, CONNECT_RTTS) each. Split into processes of 8, 8 and 4, each starts as much
+    later as the whole spent connecting the other streams: 12, 12 and 16 of them."""
+    plain = runs("e5", only="red-240f")[0]
+    split = runs("e5", "streams=8", only="red-240f")[0]
+    assert sum(f.streams for f in split.flows) == sum(f.streams for f in plain.flows) == 240
+    assert len(plain.flows) == 12 and len(split.flows) == 36
+    for k, whole in enumerate(plain.flows):
+        parts = split.flows[3 * k:3 * k + 3]
+        rtt = e5.TOPOLOGY.expected_rtt(whole.sender, whole.receiver)
+        assert [p.streams for p in parts] == [8, 8, 4]
+        assert [p.start for p in parts] == pytest.approx(
+            [whole.start + CONNECT_RTTS * n * rtt for n in (12, 12, 16)])
+        assert {replace(p, streams=20, start=whole.start) for p in parts} == {whole}
+        # Connected at CONNECT_RTTS a stream, every part sends from the same moment.
+        assert {round(p.start + CONNECT_RTTS * p.streams * rtt, 9) for p in parts} == {
+            round(whole.start + CONNECT_RTTS * 20 * rtt, 9)}
+    one = runs("e5", "streams=1", only="aecn-15f")[0]
+    assert len(one.flows) == 15 and {f.streams for f in one.flows} == {1}
+    with pytest.raises(factors.FactorError, match="no iperf3 process has over 20 streams"):
+        runs("e5", "streams=20", only="red-240f")
+    with pytest.raises(factors.FactorError, match="no iperf3 process has over 1 streams"):
+        runs("e1", "streams=1")
 
 
 def test_the_factors_are_described_in_the_run_command_s_help(capsys, monkeypatch):
