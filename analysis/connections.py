@@ -72,6 +72,8 @@ def window_rates(samples: dict, client: dict, server: dict | None, window: Windo
     sent, retransmissions included) from the samples of the client's connections (its
     iperf3 report names their ports); None where a stream's counters are missing or a host
     was not sampled on both sides of the window."""
+    if client.get("start", {}).get("connected") == []:
+        return []        # no stream connected: nothing to read, nothing delivered
     try:
         ports = client_ports(client)
         server_port = client["start"]["connected"][0]["remote_port"]

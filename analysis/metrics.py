@@ -109,6 +109,8 @@ def _rates(sent: dict, received: dict, mss: int, received_bytes: float | None) -
     retransmits = int(sent.get("retransmits", 0))
     delivered, source = ((sent["bytes"], "sender") if received_bytes is None
                          else (received_bytes, "receiver"))
+    if seconds <= 0:     # an iperf3 stopped before its test started: it sent nothing
+        return FlowRates(0.0, 0.0, retransmits, 0.0, source)
     return FlowRates(8 * (sent["bytes"] + retransmits * mss) / seconds,
                      8 * delivered / seconds, retransmits, seconds, source)
 

@@ -15,6 +15,9 @@ from analysis import connections, metrics
 # own JSON's (flowNNN-receiver.json).
 IPERF3_INTERRUPTED = "interrupt - the client has terminated"
 INTERRUPTED = ("interrupted", IPERF3_INTERRUPTED)
+# An iperf3 process whose test never started: its server never had all of its streams
+# (one stream's handshake lost again and again holds back the others, connected and idle).
+HELD_BACK = "test never started: a stream never reached the server"
 # iperf3 over IPv4 without TCP options beyond timestamps: 1448 bytes of payload.
 MSS = 1448
 # Packets ahead for a telemetry record to measure the service rate (fewer: timing noise).
@@ -141,17 +144,18 @@ def run_metrics(folder: Path) -> dict:
     # One measure for the whole run: within the window where every flow that reported and
     # was planned to live in it has its window rates, else each over its own life.
     in_window = samples is not None and all(
-        windowed is not None for _, streams, window, windowed in measured
-        if streams[0] and window)
+        windowed is not None for doc, _, window, windowed in measured if doc and window)
     for k, (flow, (doc, streams, window, windowed)) in enumerate(zip(config["flows"], measured)):
-        if in_window and streams[0]:
+        if in_window and doc:
             # A flow planned to live outside the window has no rate within it.
-            streams = windowed or [metrics.FlowRates(math.nan, math.nan, -1, math.nan, "")] * \
-                flow.get("streams", 1)
+            streams = windowed if windowed is not None else [
+                metrics.FlowRates(math.nan, math.nan, -1, math.nan, "")] * flow.get("streams", 1)
         reductions = doc.get("mecn", {}).get("reductions", {})
-        error = doc.get("error") if streams[0] else "no result"
+        error = doc.get("error") if doc else "no result"
         if error in INTERRUPTED:              # stopped late by the runner: measured anyway
             error = None
+        if held_back(doc, flow):
+            error = HELD_BACK
         # iperf3 reports only the streams that connected; the others carried nothing for the
         # whole run: locked out, not absent.
         connected = len(streams)
@@ -179,6 +183,7 @@ def run_metrics(folder: Path) -> dict:
     forward = [f for f in flows if not f["reverse"] and not math.isnan(f["goodput_mbps"])]
     # A flow that gave up still delivered what it measured; it counts as failed all the same.
     out["flows_failed"] = len({f["flow"] for f in flows if f["error"]})
+    out["held_back"] = sum(1 for f in flows if f["error"] == HELD_BACK and not f["reverse"])
     if forward:
         goodputs = [f["goodput_mbps"] for f in forward]
 
@@ -237,6 +242,14 @@ def _flow_rates(folder: Path, config: dict, samples: dict | None, k: int, flow: 
             rates = connections.userspace_rates(doc, samples["started"], window, mss)
             windowed = [rates] if rates else None
     return doc, streams, window, windowed
+
+
+def held_back(client: dict, flow: dict) -> bool:
+    """An iperf3 client report without the test's start (`start.test_start`, written when
+    the server has every stream and the test begins)."""
+    start = client.get("start", {})
+    return (flow.get("transport", "kernel") == "kernel" and "connected" in start
+            and "test_start" not in start)
 
 
 def _json(path: Path) -> dict | None:

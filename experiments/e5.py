@@ -155,7 +155,9 @@ def _row(label: str, folder: Path, m: dict) -> Row:
     name, flows = _point(label)
     row = {"run": label, "algorithm": name.upper(), "flows": flows,
            "goodput Mb/s": fmt(_nan(m.get("goodput_mbps"))),
-           "Jain": fmt(_nan(m.get("jain")), 3), "lockout": m.get("lockout", "-")}
+           "Jain": fmt(_nan(m.get("jain")), 3), "lockout": m.get("lockout", "-"),
+           # Of them, streams of iperf3 processes whose test never started (results.py).
+           "held back": m.get("held_back", "-")}
     per_group = m.get("group_goodput_mbps", {})
     for g in GROUPS:
         row[f"{g} Mb/s/flow"] = fmt(per_group.get(g, {}).get("mean", math.nan), 3)

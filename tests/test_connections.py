@@ -61,7 +61,8 @@ def test_a_counter_is_read_linearly_between_its_samples():
 def client_report(ports: list[int], sent: list[int], error: str | None = None) -> dict:
     doc = iperf(sum(sent), 0 if error else sum(sent), 40.0, 0)
     doc["start"] = {"connected": [{"socket": 5 + i, "local_port": p, "remote_port": 5201}
-                                  for i, p in enumerate(ports)]}
+                                  for i, p in enumerate(ports)],
+                    "test_start": {"num_streams": len(ports)}}
     doc["end"]["streams"] = [{"sender": {"socket": 5 + i, "bytes": n, "seconds": 40.0},
                               "receiver": {"socket": 5 + i, "bytes": 0, "seconds": 40.0}}
                              for i, n in enumerate(sent)]
@@ -115,13 +116,26 @@ def test_a_late_stream_is_measured_over_the_window_not_its_own_life(tmp_path):
         [8 * 600_000 / 50 / 1e6] * 2 + [8 * 250_000 / 50 / 1e6])
     assert [float(r["measured_from"]) for r in rows] == [10.0] * 3
     assert m["goodput_mbps"] == pytest.approx(8 * 1_450_000 / 50 / 1e6)
+    # A third process, whose one stream never connected (no time, no bytes): zero in the
+    # window, and the others still read there.
+    config["flows"].append({**config["flows"][1], "streams": 1})
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "flows" / "flow002.json").write_text(json.dumps(
+        {"start": {"connected": []}, "error": IPERF3_INTERRUPTED,
+         "end": {"sum_sent": {"bytes": 0, "seconds": 0},
+                 "sum_received": {"bytes": 0, "seconds": 0}}}))
+    m = run_metrics(tmp_path)
+    rows = list(csv.DictReader(open(tmp_path / "flows.csv")))
+    assert [(r["goodput_from"], float(r["goodput_mbps"])) for r in rows[2:]] == [
+        ("window", pytest.approx(8 * 250_000 / 50 / 1e6)), ("window", 0.0)]
+    assert (m["held_back"], m["lockout"]) == (1, 1)
     # A host not sampled after the window's end: no flow is read within it, each over its
     # own life (the interrupted one by its sender: it left no server report).
     data["rounds"]["r1"] = data["rounds"]["r1"][:55]
     (tmp_path / "connections.json").write_text(json.dumps(data))
     run_metrics(tmp_path)
     assert [r["goodput_from"] for r in csv.DictReader(open(tmp_path / "flows.csv"))] == [
-        "sender", "sender", "receiver"]
+        "sender", "sender", "receiver", "sender"]
 
 
 def userspace_report(started: float, per_second: list[int], tail: int, seconds: float) -> dict:

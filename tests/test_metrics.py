@@ -7,7 +7,7 @@ import math
 import pytest
 
 from analysis import metrics
-from analysis.results import IPERF3_INTERRUPTED, run_metrics
+from analysis.results import HELD_BACK, IPERF3_INTERRUPTED, run_metrics
 
 
 def test_jain():
@@ -223,7 +223,8 @@ def interrupted(sent: list[int], seconds: float) -> dict:
                 "receiver": {"socket": 5 + i, "bytes": 0, "seconds": seconds}}
     doc = iperf(sum(sent), 0, seconds, 20 * len(sent))
     doc["start"] = {"connected": [{"socket": 5 + i, "local_port": 40000 + i,
-                                   "remote_port": 5201} for i in range(len(sent))]}
+                                   "remote_port": 5201} for i in range(len(sent))],
+                    "test_start": {"num_streams": len(sent)}}
     doc["end"]["streams"] = [stream(i, n) for i, n in enumerate(sent)]
     doc["error"] = IPERF3_INTERRUPTED
     return doc
@@ -272,6 +273,30 @@ def test_without_the_server_s_report_an_interrupted_iperf3_is_measured_by_its_se
     assert m["lockout"] == 1
     assert goodputs(tmp_path) == [("sender", pytest.approx(8 * 130_000 / 30 / 1e6)),
                                   ("sender", 0.0), ("receiver", pytest.approx(0.8))]
+
+
+def test_a_process_whose_test_never_started_is_held_back(tmp_path):
+    """iperf3 -P 2 with both streams connected at the client, but its server never had the
+    second (its handshake's last packets lost): the test never started (no
+    `start.test_start`), nothing was sent. Both streams are locked out and held back, the
+    process failed."""
+    never = interrupted([0, 0], 30.0)
+    del never["start"]["test_start"]
+    m = robust_and_fragile(tmp_path, never, 2, 30.0,
+                           json.dumps(server_report({40000: 37})))
+    assert (m["lockout"], m["held_back"], m["flows_failed"]) == (2, 2, 1)
+    rows = list(csv.DictReader(open(tmp_path / "flows.csv")))
+    assert [r["error"] for r in rows] == [HELD_BACK, HELD_BACK, ""]
+    (tmp_path / "started").mkdir()
+    started = robust_and_fragile(tmp_path / "started", interrupted([0, 0], 30.0), 2, 30.0)
+    assert (started["lockout"], started["held_back"], started["flows_failed"]) == (2, 0, 0)
+    # A one-stream iperf3 whose SYNs never got through: no time, no bytes, no stream.
+    (tmp_path / "alone").mkdir()
+    alone = {"start": {"connected": []}, "error": IPERF3_INTERRUPTED,
+             "end": {"sum_sent": {"bytes": 0, "seconds": 0}, "sum_received": {"bytes": 0,
+                                                                             "seconds": 0}}}
+    m = robust_and_fragile(tmp_path / "alone", alone, 1, 30.0)
+    assert (m["lockout"], m["held_back"], m["flows_failed"]) == (1, 1, 1)
 
 
 def test_aggregate_rate_weights_flows_by_their_lifetime():
