@@ -15,9 +15,9 @@ from analysis import connections, metrics
 # own JSON's (flowNNN-receiver.json).
 IPERF3_INTERRUPTED = "interrupt - the client has terminated"
 INTERRUPTED = ("interrupted", IPERF3_INTERRUPTED)
-# An iperf3 process whose test never started: its server never had all of its streams
-# (one stream's handshake lost again and again holds back the others, connected and idle).
-HELD_BACK = "test never started: a stream never reached the server"
+# An iperf3 process whose test never started: its server never had all of its streams (a
+# handshake, or the cookie a stream opens with, lost again and again), and the others wait.
+HELD_BACK = "test never started: iperf3's server never had every stream"
 # iperf3 over IPv4 without TCP options beyond timestamps: 1448 bytes of payload.
 MSS = 1448
 # Packets ahead for a telemetry record to measure the service rate (fewer: timing noise).

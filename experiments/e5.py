@@ -156,8 +156,11 @@ def _row(label: str, folder: Path, m: dict) -> Row:
     row = {"run": label, "algorithm": name.upper(), "flows": flows,
            "goodput Mb/s": fmt(_nan(m.get("goodput_mbps"))),
            "Jain": fmt(_nan(m.get("jain")), 3), "lockout": m.get("lockout", "-"),
-           # Of them, streams of iperf3 processes whose test never started (results.py).
-           "held back": m.get("held_back", "-")}
+           # Each repeat's count, and of it the streams of iperf3 processes whose test
+           # never started (results.py: held back).
+           "lockout (held back) per repeat": " / ".join(
+               f"{r.get('lockout', '-')} ({r.get('held_back', '-')})"
+               for r in m.get("repeats", [m]))}
     per_group = m.get("group_goodput_mbps", {})
     for g in GROUPS:
         row[f"{g} Mb/s/flow"] = fmt(per_group.get(g, {}).get("mean", math.nan), 3)

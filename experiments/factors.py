@@ -123,10 +123,11 @@ def _clients(value: int) -> Callable[[RunSpec], RunSpec]:
 
 def _streams(value: int) -> Callable[[RunSpec], RunSpec]:
     """iperf3 processes of at most `value` streams. iperf3 starts a process's test only
-    once every stream has connected, one after the other, so one stream whose SYNs are
-    lost holds the others back (idle, connected) however the AQM treats them. Each part
-    starts as much later as its whole spent connecting the streams it no longer has, so
-    that every part begins sending when the whole would have."""
+    once its server has every stream (connected one after the other, each opening with a
+    cookie), so one stream whose handshake or cookie is lost again and again holds the
+    others back, connected and idle. Each part starts as much later as its whole spent
+    connecting the streams it no longer has, so that every part begins sending when the
+    whole would have."""
     def apply(spec: RunSpec) -> RunSpec:
         flows, split = [], False
         for flow in spec.flows:
@@ -141,6 +142,9 @@ def _streams(value: int) -> Callable[[RunSpec], RunSpec]:
                 [flow.streams % value] if flow.streams % value else [])
             for size in sizes:
                 later = CONNECT_RTTS * (flow.streams - size) * rtt
+                if flow.duration is not None and later >= flow.duration:
+                    raise FactorError(f"{spec.label}: a part of a {flow.duration:g}-s flow "
+                                      f"would start after its end")
                 flows.append(replace(flow, streams=size, start=flow.start + later,
                                      duration=None if flow.duration is None
                                      else flow.duration - later))
@@ -293,6 +297,9 @@ class Factor:
 
 
 FACTORS: dict[str, Factor] = {
+    "streams": Factor("the most streams (TCP connections) per iperf3 process: larger ones "
+                      "split, each part starting when the whole would have sent",
+                      _number(1, 128, int), _streams),
     "transport": Factor("every long-lived flow's sender (kernel: Linux TCP)",
                         _choice(TRANSPORTS), _transport),
     "buffer": Factor("packets of the bottleneck queue(s), and the AQM's limit",
@@ -334,9 +341,6 @@ FACTORS: dict[str, Factor] = {
     "cc": Factor("Linux congestion control of kernel TCP flows",
                  _choice(CONGESTION_CONTROLS), _cc),
     "ecn": Factor("the hosts' ECN (tcp_ecn), 0 or 1", _flag, _ecn),
-    "streams": Factor("the most streams (TCP connections) per iperf3 process: larger ones "
-                      "split, each part starting when the whole would have sent",
-                      _number(1, 128, int), _streams),
     "access": Factor("the senders' one-way access delay in ms (E4: long and cross senders)",
                      _number(0, 1000), _access),
     "clients": Factor("short-transfer clients (E7)", _number(1, 50, int), _clients),

@@ -504,7 +504,7 @@ class Run:
         stopped_late = False
         pending.sort(key=lambda p: p[0])
         steps, stepped = list(spec.rate_steps), []
-        held_back = spec.aqm_from > 0
+        aqm_pending = spec.aqm_from > 0
         while pending or any(c.poll() is None for c in clients):
             now = time.monotonic() - start
             while pending and pending[0][0] <= now:
@@ -524,9 +524,9 @@ class Run:
                                 "at": time.monotonic() - start})
                 (self.folder / "rate_steps.json").write_text(json.dumps(stepped, indent=1))
                 LOG.info("bottleneck rate x%g at %.2f s", fraction, stepped[-1]["at"])
-            if held_back and spec.aqm_from <= now:
+            if aqm_pending and spec.aqm_from <= now:
                 self._install_aqm(plans, controllers, start)
-                held_back = False
+                aqm_pending = False
             if now > spec.duration + GRACE and not stopped_late:
                 # iperf3 needs its control connection to end a test; across a congested
                 # link that can take long. Interrupted, it still writes what it measured.

@@ -68,7 +68,7 @@ def test_factors_change_only_what_they_name():
 
 
 @pytest.mark.parametrize("texts, message", [
-    pytest.param(["speed=1"], "a factor is NAME=VALUE, NAME one of transport, buffer",
+    pytest.param(["speed=1"], "a factor is NAME=VALUE, NAME one of streams, transport, buffer",
                  id="unknown"),
     pytest.param(["buffer"], "a factor is NAME=VALUE", id="no-value"),
     pytest.param(["buffer=0"], "0 is outside [1, 100000]", id="out-of-range"),
@@ -264,6 +264,17 @@ def test_streams_splits_the_iperf3_processes_each_part_sending_when_the_whole_wo
         # Connected at CONNECT_RTTS a stream, every part sends from the same moment.
         assert {round(p.start + CONNECT_RTTS * p.streams * rtt, 9) for p in parts} == {
             round(whole.start + CONNECT_RTTS * 20 * rtt, 9)}
+    # Split first: one stream a process, each can then be a userspace sender.
+    mecn = runs("e5", "transport=mecn", "streams=1", only="red-240f")[0]
+    assert {(f.transport, f.streams) for f in mecn.flows} == {("mecn", 1)}
+    # A timed flow's parts end with it; a part that would start after that is refused.
+    timed = replace(plain, flows=(replace(plain.flows[0], duration=30.0),))
+    parts = factors.FACTORS["streams"].change(8)(timed).flows
+    assert [p.start + p.duration for p in parts] == pytest.approx(
+        [plain.flows[0].start + 30.0] * 3)
+    with pytest.raises(factors.FactorError, match="would start after its end"):
+        factors.FACTORS["streams"].change(1)(replace(timed, flows=(
+            replace(plain.flows[0], duration=0.5),)))
     one = runs("e5", "streams=1", only="aecn-15f")[0]
     assert len(one.flows) == 15 and {f.streams for f in one.flows} == {1}
     with pytest.raises(factors.FactorError, match="no iperf3 process has over 20 streams"):
