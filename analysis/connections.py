@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from analysis.metrics import FlowRates, client_ports, server_received
+from analysis.metrics import FlowRates, client_ports, server_received, stream_reports
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,7 @@ def window_rates(samples: dict, client: dict, server: dict | None, window: Windo
     try:
         ports = client_ports(client)
         server_port = client["start"]["connected"][0]["remote_port"]
-        streams = client["end"].get("streams", [])
-        sent_by_port = dict(zip(ports, [s["sender"] for s in streams] if len(streams) > 1
-                                else [client["end"]["sum_sent"]]))
+        sent_by_port = dict(zip(ports, (sent for sent, _ in stream_reports(client))))
     except (KeyError, IndexError):
         return None
     received_by_port = server_received(server)

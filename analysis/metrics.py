@@ -121,6 +121,15 @@ def iperf3_rates(result: dict, mss: int) -> FlowRates:
     return _rates(end["sum_sent"], end["sum_received"], mss, end["sum_received"]["bytes"])
 
 
+def stream_reports(result: dict) -> list[tuple[dict, dict]]:
+    """Each TCP connection's (sender, receiver) sums in an iperf3 client report: its
+    streams' when it carries several (-P), else the whole test's."""
+    end = result["end"]
+    streams = end.get("streams", [])
+    return ([(stream["sender"], stream["receiver"]) for stream in streams]
+            if len(streams) > 1 else [(end["sum_sent"], end["sum_received"])])
+
+
 def client_ports(client: dict) -> list[int]:
     """Each stream's local port, in the order of an iperf3 client report's streams (its
     `start.connected` names each socket's port)."""
@@ -149,10 +158,7 @@ def iperf3_stream_rates(result: dict, mss: int, received_known: bool = True,
     connection's: the flows that fairness and lockout are about. An iperf3 client stopped
     by a signal has no report from the server (`received_known` False): a stream's
     received bytes are then the server's own report's (`server`), else unknown."""
-    end = result["end"]
-    streams = end.get("streams", [])
-    pairs = ([(stream["sender"], stream["receiver"]) for stream in streams]
-             if len(streams) > 1 else [(end["sum_sent"], end["sum_received"])])
+    pairs = stream_reports(result)
     if received_known:
         counts: list[float | None] = [received["bytes"] for _, received in pairs]
     else:

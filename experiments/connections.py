@@ -86,13 +86,15 @@ class ConnectionSampler:
     def _now(self) -> float:
         return time.monotonic() - self.t0
 
-    def _next(self, now: float) -> float:
+    def _wait(self) -> float:
+        """Seconds until the next sample: the next whole second or extra time."""
+        now = self._now()
         whole = float(int(now / PERIOD) + 1) * PERIOD
         later = [t for t in self.extra if t > now]
-        return min([whole] + later[:1])
+        return max(0.0, min([whole] + later[:1]) - now)
 
     def _run(self) -> None:
-        while not self._stop.wait(max(0.0, self._next(self._now()) - self._now())):
+        while not self._stop.wait(self._wait()):
             for host in self.hosts:
                 try:
                     self.sample(host)

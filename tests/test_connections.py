@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
-import signal
 import subprocess
 import time
 
@@ -19,7 +17,7 @@ from analysis.connections import Window
 from analysis.metrics import server_received
 from analysis.results import IPERF3_INTERRUPTED, run_metrics
 from experiments.connections import ConnectionSampler, parse_ss
-from tests.test_interrupted_iperf3 import free_port, listening
+from tests.loopback import iperf3_pair, needs_iperf3
 from tests.test_metrics import counter_row, iperf, write_run
 from tests.waiting import wait_for
 
@@ -84,6 +82,18 @@ def samples(series: dict[int, tuple[list[float], list[float]]]) -> dict:
             "receiver": ends("receiver"), "sender": ends("sender")}
 
 
+def sixty_second_run(folder, flows: list[tuple[str, dict]], **first_flow) -> dict:
+    """A 60-s run measured from 10 s with these flows (group, client report), its first
+    flow's configured fields changed; its config."""
+    write_run(folder, flows, [counter_row(0.0, 0, 0), counter_row(60.0, 300, 300)],
+              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}],
+              measure_from=10.0, duration=60.0)
+    config = json.loads((folder / "config.json").read_text())
+    config["flows"][0].update(first_flow)
+    (folder / "config.json").write_text(json.dumps(config))
+    return config
+
+
 def test_a_late_stream_is_measured_over_the_window_not_its_own_life(tmp_path):
     """An iperf3 -P 2 whose test started 52 s in (one stream's SYNs lost again and again)
     and ran past the run's 60 s, interrupted: its streams delivered 600 kB each from 52 to
@@ -94,15 +104,9 @@ def test_a_late_stream_is_measured_over_the_window_not_its_own_life(tmp_path):
     series = {40000: (late, [75_000 * (t - 52) for t in late]),
               40001: (late, [75_000 * (t - 52) for t in late]),
               41000: ([float(t) for t in range(0, 61)], [5_000 * t for t in range(0, 61)])}
-    write_run(tmp_path, [("robust", client_report([40000, 40001], [650_000] * 2,
-                                                  IPERF3_INTERRUPTED)),
-                         ("fragile", client_report([41000], [300_000]))],
-              [counter_row(0.0, 0, 0), counter_row(60.0, 300, 300)],
-              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}],
-              measure_from=10.0, duration=60.0)
-    config = json.loads((tmp_path / "config.json").read_text())
-    config["flows"][0]["streams"] = 2
-    (tmp_path / "config.json").write_text(json.dumps(config))
+    config = sixty_second_run(tmp_path, [("robust", client_report(
+        [40000, 40001], [650_000] * 2, IPERF3_INTERRUPTED)), ("fragile", client_report(
+            [41000], [300_000]))], streams=2)
     (tmp_path / "flows" / "flow001.json").write_text(json.dumps(
         client_report([41000], [300_000])).replace("5201", "5202"))
     data = samples(series)
@@ -153,13 +157,7 @@ def test_the_userspace_transport_is_measured_in_the_window_by_its_own_clock(tmp_
     second for 20 s, then 5 kB by its end at 20.5 s: in the window [10, 60], 12.5 s of
     10 kB plus the 5 kB, over its planned life there (it was planned to end at 25 s)."""
     doc = userspace_report(1002.5, [10_000] * 20, 5_000, 20.5)
-    write_run(tmp_path, [("f", doc)],
-              [counter_row(0.0, 0, 0), counter_row(60.0, 300, 300)],
-              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}],
-              measure_from=10.0, duration=60.0)
-    config = json.loads((tmp_path / "config.json").read_text())
-    config["flows"][0]["duration"] = 25.0
-    (tmp_path / "config.json").write_text(json.dumps(config))
+    sixty_second_run(tmp_path, [("f", doc)], duration=25.0)
     (tmp_path / "connections.json").write_text(json.dumps(
         {"period": 1.0, "started": 1000.0, "rounds": {}, "receiver": {}, "sender": {}}))
     run_metrics(tmp_path)
@@ -169,10 +167,7 @@ def test_the_userspace_transport_is_measured_in_the_window_by_its_own_clock(tmp_
 
 
 def test_without_samples_the_rates_are_iperf3_s_over_the_test_s_life(tmp_path):
-    write_run(tmp_path, [("f", client_report([40000], [300_000]))],
-              [counter_row(0.0, 0, 0), counter_row(60.0, 300, 300)],
-              [{"t": 0.0, "avg": 0.0, "qdepth": 0, "prob": 0.0, "sojourn_ms": 0.0, "pmax": 0}],
-              measure_from=10.0, duration=60.0)
+    sixty_second_run(tmp_path, [("f", client_report([40000], [300_000]))])
     run_metrics(tmp_path)
     (row,) = csv.DictReader(open(tmp_path / "flows.csv"))
     assert row["goodput_from"] == "receiver"
@@ -188,41 +183,25 @@ class Here:
         return subprocess.Popen(argv, **params)
 
 
-@pytest.mark.skipif(shutil.which("iperf3") is None or shutil.which("ss") is None,
-                    reason="needs iperf3 and ss (make setup installs them)")
+@needs_iperf3
 def test_the_sampler_follows_both_ends_of_a_real_connection(tmp_path):
     """An iperf3 pair on loopback, sampled while it runs: both ends of its data connection
     in every round (one ss call sees both here), both counts growing, the receiver's no more
     than the sender's, and the server's report at the end at least the receiver's last."""
-    port = free_port()
-    report = tmp_path / "server.json"
-    with open(report, "w") as out:
-        server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port),
-                                   "--json"], stdout=out, stderr=subprocess.DEVNULL)
-    client = None
-    sampler = ConnectionSampler([Here()], range(port, port + 1), time.monotonic())
-    try:
-        wait_for(lambda: listening(port), 30, f"iperf3's server on port {port}")
-        client = subprocess.Popen(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "60",
-                                   "-b", "8M", "--json"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+    with iperf3_pair(tmp_path, "-t", "60", "-b", "8M") as pair:
+        port = pair.port
+        sampler = ConnectionSampler([Here()], range(port, port + 1), time.monotonic())
         sampler.start()
-
-        def data_samples() -> int:
-            grown = [e for e in sampler.document()["receiver"].values()
-                     if e["bytes"][-1] > 0]
-            return max((len(e["t"]) for e in grown), default=0)
-        wait_for(lambda: data_samples() >= 3, 30, "3 samples of a connection carrying data")
-        sampler.stop()
-        client.send_signal(signal.SIGINT)
-        client.wait(15)
-        server.wait(15)
-    finally:
-        sampler.stop()
-        for proc in (client, server):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait(5)
+        try:
+            def data_samples() -> int:
+                grown = [e for e in sampler.document()["receiver"].values()
+                         if e["bytes"][-1] > 0]
+                return max((len(e["t"]) for e in grown), default=0)
+            wait_for(lambda: data_samples() >= 3, 30, "3 samples of a connection carrying data")
+        finally:
+            sampler.stop()
+        pair.interrupt()
+    report = pair.server_report
     sampler.write(tmp_path)
     data = json.loads((tmp_path / "connections.json").read_text())
     key = max(data["receiver"], key=lambda k: data["receiver"][k]["bytes"][-1])

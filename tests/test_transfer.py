@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -14,6 +13,7 @@ import threading
 import pytest
 
 from experiments.transfer import Handler, Server
+from loopback import free_port
 from test_interrupt import REPO
 from waiting import wait_for
 
@@ -34,12 +34,6 @@ def server():
         thread.start()
         yield srv.server_address[1]
         srv.shutdown()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_every_transfer_is_recorded_when_they_succeed(server, tmp_path):
