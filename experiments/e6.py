@@ -171,8 +171,10 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
          ("flows", "loss_percent"), ("buffer", "loss_percent"), ("flows", "utilisation"),
          ("buffer", "utilisation")], start=3)}
     for sweep, keep, axis, x_label, tag in sweeps:
-        on_sweep = [(label, folder, m) for label, folder, m in runs
-                    if _point(label)[1] is not None and keep(*_point(label)[1:])]
+        # In the sweep's order: the plan runs 200 flows at buffer 300 before the buffer sweep.
+        on_sweep = sorted(((label, folder, m) for label, folder, m in runs
+                           if _point(label)[1] is not None and keep(*_point(label)[1:])),
+                          key=lambda run: _point(run[0])[axis])
         for key, (y_label, _) in METRICS.items():
             if (sweep, key) in numbers:
                 figures += line_figure(

@@ -40,3 +40,22 @@ def test_the_report_shows_where_each_probability_ends_and_draws_newque_s_and_pi_
     names = {figure.name for figure in figures}
     assert {"e6-newque.png", "e6-pi.png"} <= names and "e6-red.png" not in names
     assert all(figure.stat().st_size > 0 for figure in figures)
+
+
+def test_the_buffer_sweep_draws_each_curve_in_buffer_order(tmp_path, monkeypatch):
+    drawn = {}
+
+    def line_figure(x_label, lines, y_label, out, title):
+        drawn[x_label, y_label] = lines
+        return []
+    monkeypatch.setattr(e6, "line_figure", line_figure)
+    runs = []
+    for label in ("newque-200f-300b", "blue-200f-300b", "newque-200f-150b", "blue-200f-150b",
+                  "newque-200f-400b", "blue-200f-400b"):
+        write_run(tmp_path / f"{label}.s1", 1)
+        runs.append((label, tmp_path / f"{label}.s1",
+                     json.loads((tmp_path / f"{label}.s1" / "metrics.json").read_text())))
+    e6.report(configurations(runs, e6.plan(PlanOptions(full=True))), tmp_path)
+    lines = drawn["buffer (packets)", "average queueing delay (ms)"]
+    assert {name: xs for name, (xs, _) in lines.items()} == {
+        "NEWQUE": [150, 300, 400], "BLUE": [150, 300, 400]}
