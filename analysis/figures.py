@@ -33,6 +33,7 @@ from analysis import plots  # noqa: E402
 DOCS_FIGURES = Path(__file__).resolve().parent.parent / "docs" / "figures"
 DPI = 100
 RENDERED_DPI = 110      # analysis/plots.py's
+MAX_BYTES = 300_000     # a published figure's size at most: dense time series get fewer colours
 
 
 class FigureError(Exception):
@@ -51,7 +52,10 @@ def publish(rendered: Path, out: Path, source: str, dpi: int = RENDERED_DPI) -> 
             image = image.resize((round(image.width * scale), round(image.height * scale)),
                                  Image.Resampling.LANCZOS)
         out.parent.mkdir(parents=True, exist_ok=True)
-        image.quantize(colors=256).save(out, optimize=True, pnginfo=info)
+        for colors in (256, 64, 16):
+            image.quantize(colors=colors).save(out, optimize=True, pnginfo=info)
+            if out.stat().st_size < MAX_BYTES:
+                break
     return out
 
 

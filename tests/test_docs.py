@@ -18,6 +18,8 @@ pytest.importorskip("sphinx", reason="needs the docs extra (make setup installs 
                                       "pip install -e '.[docs]')")
 from PIL import Image  # noqa: E402
 
+from analysis.figures import MAX_BYTES  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
@@ -120,4 +122,4 @@ def test_every_published_figure_says_which_run_it_comes_from_and_is_small():
         with Image.open(png) as image:
             assert image.text.get("Source"), png
             assert image.mode == "P", png             # a palette: analysis/figures.py's
-        assert png.stat().st_size < 300_000, png
+        assert png.stat().st_size < MAX_BYTES, png
