@@ -21,8 +21,9 @@ needs_iperf3 = pytest.mark.skipif(
     reason="needs iperf3 and ss (make setup installs them)")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
+def free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
+    """A loopback port nobody holds now, for TCP (the default) or UDP (SOCK_DGRAM)."""
+    with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 

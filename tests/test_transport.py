@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests.loopback import free_port
 from transport import endpoint, wire
 from transport.reno import Reassembly, RenoConfig, RenoSender, Response
 from transport.scalable import ALPHA_GAIN, ScalableSender, make_sender
@@ -470,12 +471,6 @@ def test_random_bytes_raise_only_malformed():
 
 # ---- both ends on loopback -----------------------------------------------------------
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_receiver(port: int, **kw) -> tuple[threading.Thread, dict, threading.Event]:
     box: dict = {}
     ready = threading.Event()
@@ -487,7 +482,7 @@ def start_receiver(port: int, **kw) -> tuple[threading.Thread, dict, threading.E
 
 
 def test_loopback_flow_delivers_every_byte():
-    port = free_udp_port()
+    port = free_port(socket.SOCK_DGRAM)
     thread, box, _ = start_receiver(port, first_wait=10, idle=5, linger=0.2)
     result = endpoint.send(endpoint.SendJob("127.0.0.1", port, 0.5), RenoConfig())
     thread.join(10)
@@ -505,7 +500,7 @@ def test_loopback_scalable_flow_sends_ect1():
     """The scalable sender's segments arrive ECT(1) (seed 001's incipient level to the
     receiver, which the sender does not read); with no CE marks alpha decays from 1 by
     (1 - g) per round trip."""
-    port = free_udp_port()
+    port = free_port(socket.SOCK_DGRAM)
     thread, box, _ = start_receiver(port, first_wait=10, idle=5, linger=0.2)
     result = endpoint.send(endpoint.SendJob("127.0.0.1", port, 0.5),
                            RenoConfig(response=Response.SCALABLE))
@@ -520,7 +515,7 @@ def test_loopback_scalable_flow_sends_ect1():
 
 
 def test_receiver_echoes_the_codepoint_and_survives_garbage_duplicates_reordering():
-    port = free_udp_port()
+    port = free_port(socket.SOCK_DGRAM)
     thread, box, _ = start_receiver(port, first_wait=10, idle=5, linger=0.1)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(2)
@@ -548,7 +543,7 @@ def test_receiver_echoes_the_codepoint_and_survives_garbage_duplicates_reorderin
 
 
 def test_sender_gives_up_on_a_silent_receiver():
-    port = free_udp_port()                     # nobody listens: port unreachable
+    port = free_port(socket.SOCK_DGRAM)   # nobody listens: port unreachable
     start = time.monotonic()
     result = endpoint.send(endpoint.SendJob("127.0.0.1", port, 5.0, give_up=1.0),
                            RenoConfig())
@@ -558,7 +553,7 @@ def test_sender_gives_up_on_a_silent_receiver():
 
 
 def test_receiver_gives_up_when_nothing_comes():
-    port = free_udp_port()
+    port = free_port(socket.SOCK_DGRAM)
     thread, box, _ = start_receiver(port, first_wait=0.3)
     thread.join(5)
     assert box["error"].startswith("no data for")
