@@ -81,11 +81,16 @@ def gather(folders: list[Path], left_out: Callable[[Path], None] = lambda run: N
     return names.pop(), [(label, run, run_metrics(run)) for (label, _), run in runs.items()], done
 
 
-def timing(folder: Path) -> str:
-    """How long the runs took: known only to the run that made them (its summary.md)."""
-    summary = folder / "summary.md"
-    return next((line for line in summary.read_text().splitlines()
-                 if line.startswith("Time: ")), "") if summary.is_file() else ""
+def timing(folders: list[Path]) -> str:
+    """How long the runs took: known only to the run that made each folder (its summary.md),
+    one part per folder."""
+    parts = []
+    for folder in folders:
+        summary = folder / "summary.md"
+        if summary.is_file():
+            parts += [line.removeprefix("Time: ") for line in summary.read_text().splitlines()
+                      if line.startswith("Time: ")][:1]
+    return "Time: " + "; ".join(part.rstrip(".") for part in parts) + "." if parts else ""
 
 
 def shown(row: dict) -> dict:
@@ -176,7 +181,7 @@ def publish(folders: list[Path], name: str = MAIN, docs: Path | None = None,
            "configurations": len(runs), "runs": len(results),
            "factors": [list(f) for f in changed],
            **({"own_runs": own, "beside": others} if others else {}),
-           "time": timing(folders[0]), "rows": [shown(row) for row in rows],
+           "time": timing(folders), "rows": [shown(row) for row in rows],
            "claims": experiment.verdicts(runs) if experiment.verdicts else [],
            "figures": [p.name for p in written]}
     out = docs / "results" / experiment_name / f"{name}.json"

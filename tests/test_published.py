@@ -77,6 +77,17 @@ def e8_folder(tmp_path, name: str = "results"):
     return folder
 
 
+def test_the_time_of_runs_from_several_folders_names_each_folders_part(tmp_path):
+    for name, line in (("a", "Time: 12 runs in 27.1 min (136 s per run)."),
+                       ("b", "Time: 12 runs in 27.3 min (137 s per run)."), ("c", None)):
+        (tmp_path / name).mkdir()
+        if line:
+            (tmp_path / name / "summary.md").write_text(f"# E3\n\n{line}\n")
+    assert publish.timing([tmp_path / n for n in "abc"]) == \
+        "Time: 12 runs in 27.1 min (136 s per run); 12 runs in 27.3 min (137 s per run)."
+    assert publish.timing([tmp_path / "c"]) == ""
+
+
 def test_publish_writes_the_summary_the_figures_and_the_pages(tmp_path, docs, monkeypatch):
     monkeypatch.setattr(publish, "DOCS", docs)
     folder = e8_folder(tmp_path)
