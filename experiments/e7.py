@@ -115,7 +115,7 @@ def verdicts(runs: Runs) -> list[Row]:
             + stats.versus(lossy, "red", "dt", receiver, False)))
     else:
         rows.append({"claim": CLAIMS[2], "ours": "not run: needs `--loss 0.01`",
-                     "verdict": stats.UNCLEAR})
+                     "verdict": stats.NOT_MEASURED})
     return rows
 
 
