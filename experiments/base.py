@@ -142,15 +142,18 @@ def queue_figure(runs: Runs, out: Path, name: str, title: str) -> list[Path]:
                                   out / f"{name}.png", title)]
 
 
-def curves(runs: Runs, x: str | Value, y: str | Value) -> dict[str, tuple[list, list]]:
-    """{ALGORITHM: (xs, ys)}, one curve per algorithm (the label's first part) through its
-    runs in their order. x and y: a metric's key, or a function of (label, metrics)."""
+def curves(runs: Runs, x: str | Value, y: str | Value,
+           series: Callable[[str], str] | None = None) -> dict[str, tuple[list, list]]:
+    """{ALGORITHM: (xs, ys)}, one curve per algorithm (the label's first part, or
+    series(label)) through its runs in their order. x and y: a metric's key, or a function
+    of (label, metrics)."""
     def value(of: str | Value) -> Value:
         return of if callable(of) else lambda label, m: m.get(of, math.nan)
     x, y = value(x), value(y)
     out: dict[str, tuple[list, list]] = {}
     for label, _, m in runs:
-        xs, ys = out.setdefault(label.split("-")[0].upper(), ([], []))
+        name = series(label) if series else label.split("-")[0].upper()
+        xs, ys = out.setdefault(name, ([], []))
         xs.append(x(label, m))
         ys.append(y(label, m))
     return out

@@ -53,6 +53,13 @@ def buffer_of(label: str, m: dict) -> int:
     return int(label.split("-")[1][1:])
 
 
+def curve_of(label: str) -> str:
+    """A run's curve: its algorithm, the lossy runs apart ("ECN, 1 % loss")."""
+    algorithm, *rest = label.split("-")
+    loss = next((part[len("loss"):] for part in rest if part.startswith("loss")), "")
+    return algorithm.upper() + (f", {loss} % loss" if loss else "")
+
+
 def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
     rows = []
     for label, _, m in runs:
@@ -69,11 +76,11 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
                      "slots lost %": fmt(m.get("slots_lost_percent"), 1),
                      "switch kept rate": fmt(m.get("service_ratio"))})
     figures = (line_figure("buffer (packets)",
-                           curves(runs, buffer_of, "network_overhead_percent"),
+                           curves(runs, buffer_of, "network_overhead_percent", curve_of),
                            "network overhead (%)", out / "e7-network-overhead.png",
                            "E7: network overhead (seed 004 Fig. 4)")
                + line_figure("buffer (packets)",
-                             curves(runs, buffer_of, lambda label, m: transfer_time(m)),
+                             curves(runs, buffer_of, lambda label, m: transfer_time(m), curve_of),
                              "mean transfer time (s)", out / "e7-transfer-time.png",
                              "E7: transfer time (seed 004 Fig. 6)"))
     return rows, figures

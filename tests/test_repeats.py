@@ -350,3 +350,12 @@ def test_e7_s_loss_claim_names_the_clients_the_runs_had(tmp_path):
                                           "seed": spec.seed}))
     rows = EXPERIMENTS["e7"].verdicts(configurations(runs, EXPERIMENTS["e7"].plan(PlanOptions())))
     assert rows[2]["claim"].endswith("(here: 25 clients)") and rows[2]["verdict"] == stats.HOLDS
+
+
+def test_e7_s_figures_draw_the_lossy_runs_apart_from_their_algorithm_s_curve():
+    from experiments.base import curves
+    from experiments.e7 import buffer_of, curve_of
+    runs = [(label, None, {"network_overhead_percent": value}) for label, value in
+            (("dt-q64", 15.0), ("dt-q128", 8.0), ("ecn-q128", 2.0), ("dt-q128-loss1", 7.0))]
+    assert curves(runs, buffer_of, "network_overhead_percent", curve_of) == {
+        "DT": ([64, 128], [15.0, 8.0]), "ECN": ([128], [2.0]), "DT, 1 % loss": ([128], [7.0])}
