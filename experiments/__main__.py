@@ -398,7 +398,7 @@ def report(folders: list[Path], out: Path | None = None) -> int:
     out = out or folders[0]
     out.mkdir(parents=True, exist_ok=True)
     plan = EXPERIMENTS[name].plan(PlanOptions(full=True))
-    summarise(EXPERIMENTS[name], out, configurations(results, plan), publish.timing([out]))
+    summarise(EXPERIMENTS[name], out, configurations(results, plan), publish.time_line(out))
     return 0
 
 

@@ -142,18 +142,21 @@ def queue_figure(runs: Runs, out: Path, name: str, title: str) -> list[Path]:
                                   out / f"{name}.png", title)]
 
 
+def algorithm_of(label: str) -> str:
+    """A run's algorithm as figures name it: its label's first part ("red-q64": "RED")."""
+    return label.split("-")[0].upper()
+
+
 def curves(runs: Runs, x: str | Value, y: str | Value,
-           series: Callable[[str], str] | None = None) -> dict[str, tuple[list, list]]:
-    """{ALGORITHM: (xs, ys)}, one curve per algorithm (the label's first part, or
-    series(label)) through its runs in their order. x and y: a metric's key, or a function
-    of (label, metrics)."""
+           series: Callable[[str], str] = algorithm_of) -> dict[str, tuple[list, list]]:
+    """{SERIES: (xs, ys)}, one curve per series(label) (by default the algorithm) through
+    its runs in their order. x and y: a metric's key, or a function of (label, metrics)."""
     def value(of: str | Value) -> Value:
         return of if callable(of) else lambda label, m: m.get(of, math.nan)
     x, y = value(x), value(y)
     out: dict[str, tuple[list, list]] = {}
     for label, _, m in runs:
-        name = series(label) if series else label.split("-")[0].upper()
-        xs, ys = out.setdefault(name, ([], []))
+        xs, ys = out.setdefault(series(label), ([], []))
         xs.append(x(label, m))
         ys.append(y(label, m))
     return out

@@ -17,8 +17,8 @@ from pathlib import Path
 from analysis import plots, stats
 from analysis.results import read_csv
 from control_plane.aqm import Aqm, Blue, Newque, Pi, RedEcn, Rem
-from experiments.base import (Experiment, PlanOptions, Row, Runs, curves, fmt, line_figure,
-                              queue_figure, spread)
+from experiments.base import (Experiment, PlanOptions, Row, Runs, algorithm_of, curves, fmt,
+                              line_figure, queue_figure, spread)
 from experiments.spec import Flow, RunSpec
 from topologies.dumbbell import DumbbellSpec
 from topologies.nodes import Access, Bottleneck
@@ -196,7 +196,7 @@ def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
     parking = [(label, m) for label, _, m in runs if _point(label)[1] is None]
     if parking:
         figures.append(plots.bars(
-            [label.split("-")[0].upper() for label, _ in parking],
+            [algorithm_of(label) for label, _ in parking],
             {METRICS[key][0]: [_value(m.get("links", {}).get("s2", {}), key) for _, m in parking]
              for key in METRICS}, out / "e6-parking-queue3.png",
             "E6 parking lot, middle link (seed 003 Figs. 11-16)"))

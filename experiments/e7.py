@@ -8,8 +8,8 @@ from pathlib import Path
 
 from analysis import stats
 from control_plane.aqm import DropTail, Red, RedEcn
-from experiments.base import (Experiment, PlanOptions, Row, Runs, by_point, curves, fmt,
-                              line_figure)
+from experiments.base import (Experiment, PlanOptions, Row, Runs, algorithm_of, by_point,
+                              curves, fmt, line_figure)
 from experiments.spec import RunSpec, Transfers
 from topologies.dumbbell import DumbbellSpec
 from topologies.nodes import Access, Bottleneck
@@ -55,9 +55,9 @@ def buffer_of(label: str, m: dict) -> int:
 
 def curve_of(label: str) -> str:
     """A run's curve: its algorithm, the lossy runs apart ("ECN, 1 % loss")."""
-    algorithm, *rest = label.split("-")
-    loss = next((part[len("loss"):] for part in rest if part.startswith("loss")), "")
-    return algorithm.upper() + (f", {loss} % loss" if loss else "")
+    loss = next((part.removeprefix("loss") for part in label.split("-")[1:]
+                 if part.startswith("loss")), "")
+    return algorithm_of(label) + (f", {loss} % loss" if loss else "")
 
 
 def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:

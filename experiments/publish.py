@@ -81,16 +81,17 @@ def gather(folders: list[Path], left_out: Callable[[Path], None] = lambda run: N
     return names.pop(), [(label, run, run_metrics(run)) for (label, _), run in runs.items()], done
 
 
+def time_line(folder: Path) -> str:
+    """How long a folder's runs took: known only to the run that made them (its summary.md)."""
+    summary = folder / "summary.md"
+    return next((line for line in summary.read_text().splitlines()
+                 if line.startswith("Time: ")), "") if summary.is_file() else ""
+
+
 def timing(folders: list[Path]) -> str:
-    """How long the runs took: known only to the run that made each folder (its summary.md),
-    one part per folder."""
-    parts = []
-    for folder in folders:
-        summary = folder / "summary.md"
-        if summary.is_file():
-            parts += [line.removeprefix("Time: ") for line in summary.read_text().splitlines()
-                      if line.startswith("Time: ")][:1]
-    return "Time: " + "; ".join(part.rstrip(".") for part in parts) + "." if parts else ""
+    """How long the runs of several folders took, one part per folder."""
+    parts = [line.removeprefix("Time: ").rstrip(".") for line in map(time_line, folders) if line]
+    return "Time: " + "; ".join(parts) + "." if parts else ""
 
 
 def shown(row: dict) -> dict:
