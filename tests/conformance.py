@@ -23,6 +23,7 @@ from typing import Callable
 import finsy as fy
 import pytest
 from scapy.layers.inet import IP, TCP, UDP
+from scipy.stats import kstest
 
 from control_plane.algorithms.base import FiveTuple
 from control_plane.aqm import ConfigError, PortConfig, PortProgram
@@ -239,22 +240,35 @@ def group_counts(records: list[TelemetryRecord]) -> dict[str, list[int]]:
     return want
 
 
+# The level at which one run's draws are judged not uniform. Seven unseeded tests run in
+# every `make test`: at 1e-6 a chance failure comes once in about 140 000 runs of the suite
+# (at 0.1 % it was once in about 140; CI met one: KS 0.113 over 372 draws, p = 1.6e-4). A
+# draw that is truncated, stuck or taken over a wrong range still fails
+# (tests/test_conformance.py).
+UNIFORM_LEVEL = 1e-6
+
+
+def check_draws_uniform(draws: list[int]) -> None:
+    """FRAC32 draws pass a Kolmogorov-Smirnov test for uniformity on [0, 1) at UNIFORM_LEVEL.
+    BMv2's random() is libstdc++'s minstd_rand0 through uniform_int_distribution, seeded by
+    the thread: independent and uniform, so the test's own p-value applies."""
+    result = kstest([d / 2**32 for d in draws], "uniform")
+    assert result.pvalue >= UNIFORM_LEVEL, (
+        f"KS statistic {result.statistic:.4f} over {len(draws)} draws (p = {result.pvalue:.2g})")
+
+
 def check_marks_follow_probability(records: list[TelemetryRecord],
                                    live: Callable[[TelemetryRecord], bool] | None = None) -> int:
     """Unseeded runs of the algorithms that mark with a plain probability p (NEWQUE, BLUE,
-    PI, REM, PIE): given the past, each packet in region A (and `live`: its draw decided it)
-    fires with its record's p, so the firings match sum(p) within 4 standard deviations;
-    the draws pass a Kolmogorov-Smirnov test for uniformity at the 0.1 % level. Returns the
-    number of trials."""
+    PI, REM, PIE, PI2): given the past, each packet in region A (and `live`: its draw
+    decided it) fires with its record's p, so the firings match sum(p) within 4 standard
+    deviations; the draws are uniform (check_draws_uniform). Returns the number of trials."""
     trials = [r for r in records if r.region == Region.A and (live is None or live(r))]
     fired = sum(1 for r in trials if Outcome(r.outcome) in (Outcome.MARK, Outcome.PROB_DROP))
     probs = [r.prob / 2**32 for r in trials]
     mean, sd = sum(probs), math.sqrt(sum(p * (1 - p) for p in probs))
     assert abs(fired - mean) <= 4 * sd + 1, f"{fired} fired, expected {mean:.1f} +- {sd:.1f}"
-    draws = sorted(r.rnd / 2**32 for r in records)
-    n = len(draws)
-    ks = max(max((i + 1) / n - u, u - i / n) for i, u in enumerate(draws))
-    assert ks < 1.95 / math.sqrt(n), f"KS statistic {ks:.4f} over {n} draws"
+    check_draws_uniform([r.rnd for r in records])
     return len(trials)
 
 

@@ -1,19 +1,23 @@
 """What every algorithm's conformance rests on, on the real switch: seeded runs repeat
 exactly, and the arrival numbers ingress stamps reach egress. Each algorithm's own
-conformance tests are in tests/algorithms/."""
+conformance tests are in tests/algorithms/. And the statistical check the unseeded runs
+share, on draws whose answer is known."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from conformance import PORT, RATE_PPS, run_pattern
+from conformance import PORT, RATE_PPS, check_draws_uniform, run_pattern
 from control_plane.aqm import PortConfig, RedEcn
 
-pytestmark = [pytest.mark.p4, pytest.mark.root]
-
 RED_ARGS = dict(minth=5, maxth=15, maxp=0.3, wq=0.1, limit=35)
+DRAWS = 372     # what one unseeded run of the pattern records
 
 
+@pytest.mark.p4
+@pytest.mark.root
 async def test_runs_repeat_with_the_same_seed(switch, testbed):
     """Same seed: the same draws, packet for packet; another seed: other draws."""
     runs = []
@@ -24,3 +28,21 @@ async def test_runs_repeat_with_the_same_seed(switch, testbed):
     draws = [[r.rnd for r in run.records] for run in runs]
     assert len(draws[0]) == 40
     assert draws[0] == draws[1] != draws[2]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_uniform_draws_pass(seed):
+    rng = random.Random(seed)
+    check_draws_uniform([rng.getrandbits(32) for _ in range(DRAWS)])
+
+
+@pytest.mark.parametrize("draw", [
+    pytest.param(lambda rng: rng.getrandbits(16), id="a-16-bit-draw"),
+    pytest.param(lambda rng: rng.randrange(round(0.7 * 2**32)), id="range-cut-to-70-percent"),
+    pytest.param(lambda rng: 2**31, id="stuck"),
+    pytest.param(lambda rng: max(rng.getrandbits(32), rng.getrandbits(32)), id="max-of-two"),
+])
+def test_draws_that_are_not_uniform_fail(draw):
+    rng = random.Random(1)
+    with pytest.raises(AssertionError, match="KS statistic"):
+        check_draws_uniform([draw(rng) for _ in range(DRAWS)])

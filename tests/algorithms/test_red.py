@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules, check_wait_branches,
-                         programs, run_pattern, tally)
+from conformance import (PORT, RATE_PPS, check_against_model, check_draws_uniform, check_ecn_rules,
+                         check_wait_branches, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.red import Ramp, decay, ewma, fires, idle_decay
@@ -399,8 +399,7 @@ async def test_bmv2_random_marks_at_the_theoretical_rate(switch, testbed):
     """Unseeded: BMv2's random() decides. Given the switch's own draws the model still
     agrees bit for bit; and (the limit out of reach, so every firing is a mark) the
     number of marks matches sum(pa) within 4 standard deviations (each decision is
-    Bernoulli(pa) given the past), while the draws pass a Kolmogorov-Smirnov test for
-    uniformity at the 0.1 % level."""
+    Bernoulli(pa) given the past), while the draws are uniform (check_draws_uniform)."""
     run = await run_pattern(switch, testbed, PortConfig(
         port=PORT, aqm=RedEcn(minth=2, maxth=40, maxp=0.4, wq=WQ, limit=1000),
         link_pps=RATE_PPS, bmv2_random=True, telemetry_interval=0.0),
@@ -416,8 +415,5 @@ async def test_bmv2_random_marks_at_the_theoretical_rate(switch, testbed):
     sd = math.sqrt(sum(p * (1 - p) for p in pa))
     assert abs(marks - mean) <= 4 * sd + 1, f"{marks} marks, expected {mean:.1f} +- {sd:.1f}"
 
-    draws = sorted(r.rnd / 2**32 for r in records)
-    n = len(draws)
-    ks = max(max((i + 1) / n - u, u - i / n) for i, u in enumerate(draws))
-    assert ks < 1.95 / math.sqrt(n), f"KS statistic {ks:.4f} over {n} draws"
+    check_draws_uniform([r.rnd for r in records])
 
