@@ -55,6 +55,7 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
     AQM dropped (the `drop` factor); ewma: its AQM keeps an average of the queue."""
     out: dict = {"bottleneck_pps": pps}
     counters = read_csv(folder / f"counters{suffix}.csv")
+    telemetry = read_csv(folder / f"telemetry{suffix}.csv")
     if len(counters) >= 2:
         first, last = counters[0], counters[-1]
         arrived = last["enqueued"] - first["enqueued"]
@@ -76,7 +77,15 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
         sent = (b["seen_packets"] - a["seen_packets"]) - (_drops(b) - _drops(a))
         if b["t"] > a["t"]:
             out["utilisation"] = metrics.utilisation(int(sent), pps, b["t"] - a["t"])
-    telemetry = read_csv(folder / f"telemetry{suffix}.csv")
+        if telemetry and b["t"] > a["t"]:
+            # Loss within the window (loss_percent is the whole run's): handed to the queue
+            # but not seen by egress are BMv2's silent drops and the packets still queued,
+            # so the queue at each end (what the last record before it found) comes off.
+            arrived = b["enqueued"] - a["enqueued"]
+            queued = _at(telemetry, b["t"])["qdepth"] - _at(telemetry, a["t"])["qdepth"]
+            silent = max(0.0, arrived - (b["seen_packets"] - a["seen_packets"]) - queued)
+            out["loss_window_percent"] = metrics.loss_percent(
+                int(arrived), int(_drops(b) - _drops(a) + silent))
     window = [r for r in telemetry if start <= r["t"] <= end]
     if window:
         times = [r["t"] for r in telemetry]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_left
 from pathlib import Path
 
 from analysis import plots, stats
@@ -39,12 +40,12 @@ ALGORITHMS = ("droptail", "ared", "amecn", "newque", "blue", "pi", "rem", "codel
 MEASURE_FROM, HALVE_AT, RECOVER_AT, DURATION = 15.0, 40.0, 50.0, 60.0
 # ARED and AMECN in their automatic mode (thresholds and wq from a target delay and C).
 AUTO_TARGET = 0.020
-# The delay each algorithm aims at, ms (PI: qref, half the buffer; REM: b*; both at C);
-# an algorithm without one is judged against its own median before the step.
-TARGET_MS = {"codel": 5.0, "pie": 15.0, "ared": AUTO_TARGET * 1000, "amecn": AUTO_TARGET * 1000,
-             "pi": BOTTLENECK.buffer / 2 / BOTTLENECK.pps * 1000,
-             "rem": 20 / BOTTLENECK.pps * 1000}
-# Back at the target: the delay's median over the last WINDOW s within SLACK of it, for HOLD s.
+# The delay CoDel and PIE aim at, ms, at any rate. The controllers of ARED, AMECN, PI and
+# REM hold a queue in packets instead (target_packets), a delay that doubles when the rate
+# halves; DropTail, NEWQUE and BLUE aim at neither.
+TARGET_MS = {"codel": 5.0, "pie": 15.0}
+# Back at the target: the delay's median over WINDOW s centred on each moment at most SLACK
+# times the target, for HOLD s.
 WINDOW, SLACK, HOLD = 0.5, 1.5, 1.0
 
 SCALING = ("10 Mb/s bottleneck of 1000-byte packets (1 250 packets/s), 40 ms, 100 Mb/s "
@@ -62,8 +63,8 @@ CLAIMS = [
     "PIE holds the queueing delay near its 15 ms target while the link stays busy "
     "(RFC 8033; here: median delay at most 2x the target and utilisation at least 90 %)",
     "after the link's rate changes, CoDel and PIE bring the delay back to their target "
-    "within a few intervals (here: the median delay within 1.5x of the target, held 1 s, "
-    "within 1 s of the rate halving)",
+    "within a few intervals (here: the delay's median over 0.5 s at most 1.5x the target, "
+    "held 1 s, within 1 s of the rate halving and of its recovery)",
     "CoDel and PIE keep the tail of the delay (p99) below DropTail's at every load "
     "(RFC 7567's bufferbloat)",
 ]
@@ -111,21 +112,39 @@ def sojourns(folder: Path, start: float, end: float) -> list[tuple[float, float]
             if start <= r["t"] < end]
 
 
-def back_at_target(samples: list[tuple[float, float]], since: float, target_ms: float,
+def target_packets(name: str) -> float | None:
+    """The queue the algorithm's controller holds, packets: ARED's and AMECN's band centre
+    (2 minth: their automatic mode's target delay at C), PI's qref, REM's b*."""
+    queue, _ = aqm(name)
+    if isinstance(queue, (RedEcn, Mecn)):
+        return 2 * queue.minth
+    if isinstance(queue, Pi):
+        return queue.reference()
+    if isinstance(queue, Rem):
+        return queue.target_backlog
+    return None
+
+
+def target_ms(name: str, fraction: float = 1.0) -> float | None:
+    """The delay the algorithm aims at with the bottleneck at `fraction` of its rate; None
+    for an algorithm that aims at none."""
+    if name in TARGET_MS:
+        return TARGET_MS[name]
+    packets = target_packets(name)
+    return None if packets is None else 1000 * packets / (fraction * BOTTLENECK.pps)
+
+
+def back_at_target(samples: list[tuple[float, float]], since: float, target: float,
                    until: float) -> float:
-    """Seconds after `since` until the delay's median over the last WINDOW s is within SLACK
-    of the target and stays so for HOLD s; nan if that does not happen before `until`."""
-    medians, window = [], []
-    for t, ms in samples:
-        if t < since - WINDOW:
-            continue
-        window.append((t, ms))
-        window = [(u, v) for u, v in window if u > t - WINDOW]
-        if t >= since:
-            medians.append((t, percentile(sorted(v for _, v in window), 50)))
+    """Seconds after `since` until the delay's median over WINDOW s centred on a moment
+    (within [since, until): a trailing window would lag by WINDOW/2) is at most SLACK times
+    the target, and stays so for HOLD s; nan if that does not happen before `until`."""
+    phase = sorted((t, ms) for t, ms in samples if since <= t < until)
+    times = [t for t, _ in phase]
     good_since = None
-    for t, median in medians:
-        if median > SLACK * target_ms:
+    for t, _ in phase:
+        window = phase[bisect_left(times, t - WINDOW / 2):bisect_left(times, t + WINDOW / 2)]
+        if percentile(sorted(ms for _, ms in window), 50) > SLACK * target:
             good_since = None
         elif good_since is None:
             good_since = t
@@ -134,57 +153,62 @@ def back_at_target(samples: list[tuple[float, float]], since: float, target_ms: 
     return math.nan
 
 
-def step_times(folder: Path) -> tuple[float, float]:
-    """When the switch took the halving and the recovery (rate_steps.json), else as planned."""
+def phases(folder: Path) -> dict[str, tuple[float, float, float]]:
+    """Each step's (start, end, rate fraction) as the switch took it (rate_steps.json),
+    else as planned: "halve" until the recovery, "recover" until the run's end."""
     try:
         steps = json.loads((folder / "rate_steps.json").read_text())
-        return steps[0]["at"], steps[1]["at"]
+        halved, recovered = steps[0]["at"], steps[1]["at"]
     except (OSError, ValueError, IndexError, KeyError):
-        return HALVE_AT, RECOVER_AT
+        halved, recovered = HALVE_AT, RECOVER_AT
+    return {"halve": (halved, recovered, 0.5), "recover": (recovered, DURATION, 1.0)}
 
 
-def reference_ms(algorithm: str, folder: Path) -> float:
-    """The algorithm's target delay, or its own median delay in the steady phase."""
-    if algorithm in TARGET_MS:
-        return TARGET_MS[algorithm]
-    return percentile(sorted(v for _, v in sojourns(folder, MEASURE_FROM, HALVE_AT)), 50)
-
-
-def response(algorithm: str, folder: Path, after: str) -> float:
+def response(name: str, folder: Path, after: str) -> float:
     """One run's seconds back at the target after the halving ("halve") or the recovery
     ("recover"); nan if it never got back within that phase."""
-    halved, recovered = step_times(folder)
-    since, until = (halved, recovered) if after == "halve" else (recovered, DURATION)
-    return back_at_target(sojourns(folder, since - WINDOW, until), since,
-                          reference_ms(algorithm, folder), until)
+    since, until, fraction = phases(folder)[after]
+    return back_at_target(sojourns(folder, since, until), since, target_ms(name, fraction),
+                          until)
 
 
-def recovery(algorithm: str, after: str):
-    """response() over a configuration's repeats; a run that never got back counts the
-    rest of its phase (a lower bound)."""
-    phase = RECOVER_AT - HALVE_AT if after == "halve" else DURATION - RECOVER_AT
-
+def recovery(name: str, after: str):
+    """response() over a configuration's repeats; a run that never got back counts its
+    whole phase (a lower bound)."""
     def of(folder: Path) -> float:
-        seconds = response(algorithm, folder, after)
-        return phase if math.isnan(seconds) else seconds
+        seconds = response(name, folder, after)
+        if math.isnan(seconds):
+            since, until, _ = phases(folder)[after]
+            return until - since
+        return seconds
     return of
+
+
+def response_cell(name: str, m: dict, after: str) -> str:
+    """The table's "back after" cell: the mean over the repeats, how many never got back,
+    "no target" for an algorithm that aims at none."""
+    if target_ms(name) is None:
+        return "no target"
+    folders = m.get("folders", [])
+    never = sum(math.isnan(response(name, f, after)) for f in folders)
+    if folders and never == len(folders):
+        return f"never ({never} of {never})"
+    return fmt(stats.over_folders(m, recovery(name, after)), 1) + (
+        f", {never} never" if never else "")
 
 
 def report(runs: Runs, out: Path) -> tuple[list[Row], list[Path]]:
     rows = []
     for label, _, m in runs:
         point, algorithm = point_of(label)
-        halved = stats.over_folders(m, recovery(algorithm, "halve"))
-        never = sum(math.isnan(response(algorithm, f, "halve")) for f in m.get("folders", []))
         rows.append({"run": label, "utilisation": fmt(m.get("utilisation")),
                      "delay p50 ms": fmt(m.get("delay_p50_ms"), 1),
                      "p95 ms": fmt(m.get("delay_p95_ms"), 1),
                      "p99 ms": fmt(m.get("delay_p99_ms"), 1),
-                     "loss %": fmt(m.get("loss_percent")), "Jain": fmt(m.get("jain"), 3),
-                     "back after halving s": fmt(halved, 1) + (f", {never} never" if never
-                                                               else ""),
-                     "back after recovery s": fmt(
-                         stats.over_folders(m, recovery(algorithm, "recover")), 1),
+                     "loss %": fmt(m.get("loss_window_percent"), 3),
+                     "Jain": fmt(m.get("jain"), 3),
+                     "back after halving s": response_cell(algorithm, m, "halve"),
+                     "back after recovery s": response_cell(algorithm, m, "recover"),
                      "switch kept rate": fmt(m.get("service_ratio"))})
     return rows, figures(runs, out)
 
@@ -205,8 +229,10 @@ def figures(runs: Runs, out: Path) -> list[Path]:
                     [max(d, 0.01) for d in delays[::step]],
                     [(i + 1) / len(delays) for i in range(0, len(delays), step)])
         if cdfs:
+            # Telemetry samples a packet every 10 ms: a share of time more than of packets.
             drawn.append(plots.lines("queueing delay (ms, log scale)", cdfs,
-                                     "fraction of packets", out / f"e8-delay-cdf-{point}.png",
+                                     "fraction of samples (a packet every 10 ms)",
+                                     out / f"e8-delay-cdf-{point}.png",
                                      f"E8: queueing delay, {point}", marker="", x_log=True))
     tradeoff = {}
     for label, _, m in runs:
@@ -219,19 +245,21 @@ def figures(runs: Runs, out: Path) -> list[Path]:
                          out / "e8-utilisation-vs-p99.png",
                          "E8: utilisation against the delay's tail, Reno, 1 to 64 flows")
     steps = {}
-    for label, folder, _ in runs:
+    for label, folder, _ in runs:    # each configuration's first repeat
         point, algorithm = point_of(label)
         if point == "reno-16f":
             samples = sojourns(folder, HALVE_AT - 5, DURATION)
-            if samples:
-                medians = [(t, percentile(sorted(v for u, v in samples if t - WINDOW < u <= t),
-                                          50)) for t, _ in samples[::5]]
+            times = [t for t, _ in samples]
+            medians = [(t, percentile(sorted(v for _, v in samples[
+                bisect_left(times, t - WINDOW / 2):bisect_left(times, t + WINDOW / 2)]), 50))
+                for t in times[::5]]
+            if medians:
                 steps[algorithm.upper()] = ([t for t, _ in medians], [v for _, v in medians])
     if steps:
-        drawn.append(plots.lines("time (s): the rate halves at 40 s, recovers at 50 s", steps,
-                                 "queueing delay, 0.5 s median (ms)",
+        drawn.append(plots.lines("time (s): the rate halves at about 40 s, recovers at 50 s",
+                                 steps, "queueing delay, median over 0.5 s (ms)",
                                  out / "e8-rate-step-reno-16f.png",
-                                 "E8: the delay around the rate step, 16 Reno flows",
+                                 "E8: the delay around the rate step, 16 Reno flows, seed 1",
                                  marker=""))
     return drawn
 
@@ -252,10 +280,11 @@ def verdicts(runs: Runs) -> list[Row]:
     back = []
     for where, ms in points.items():
         for name in ("codel", "pie"):
-            if name in ms:
-                seconds = stats.over_folders(ms[name], recovery(name, "halve"))
-                back.append((f"{where} {name}: {seconds:.2f} s",
-                             stats.compare(seconds, 1.0, larger=False)))
+            for after, change in (("halve", "halved"), ("recover", "restored")):
+                if name in ms:
+                    seconds = stats.over_folders(ms[name], recovery(name, after))
+                    back.append((f"{where} {name}, rate {change}: {seconds:.2f} s",
+                                 stats.compare(seconds, 1.0, larger=False)))
     rows.append(stats.claim_row(CLAIMS[2], back))
     p99 = stats.metric("delay_p99_ms")
     rows.append(stats.claim_row(CLAIMS[3], stats.versus(points, "codel", "droptail", p99, False)

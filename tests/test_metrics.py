@@ -121,6 +121,9 @@ def test_run_metrics_from_a_hand_made_run(tmp_path):
     assert m["slots_lost_percent"] == pytest.approx(100 * 10 / 300)
     # Window [1, 3]: sent (300 - 98) - (10 - 2) = 194 over 2 s of 100 packets/s.
     assert m["utilisation"] == pytest.approx(194 / 200)
+    # In it 210 arrived, 202 were seen and the queue grew from 6 to 10 (the last records
+    # before 1 s and 3 s): 4 silent drops beside the 8 of the program.
+    assert m["loss_window_percent"] == pytest.approx(100 * 12 / 210)
     assert m["avg_queue"] == pytest.approx((6 + 10) / 2)
     assert m["avg_ewma"] == pytest.approx((4 + 8) / 2)
     assert m["queueing_delay_ms"] == pytest.approx(80.0)
