@@ -68,7 +68,7 @@ $(BUILD)/p4aqm.json: $(P4SRC) control_plane/build.py control_plane/profiles.py
 
 ## test: unit tests always; P4 tests when the toolchain is present (skips say why)
 test:
-	$(PY) -m pytest -v -ra
+	$(PY) -m pytest -v -ra --durations=20
 
 ## run: the demo — DropTail, RED, RED+ECN, MECN, AMECN on one dumbbell (~5 min, root)
 run: build

@@ -124,7 +124,7 @@ def collected_by_make_test(command: str) -> None:
         "ini_options"]["testpaths"]
     files = [w for w in words[4:] if not w.startswith("-")]
     assert files and all((REPO / f).is_file() and f.split("/")[0] in testpaths for f in files)
-    assert make_dry_run("test") == [".venv/bin/python -m pytest -v -ra"]
+    assert make_dry_run("test") == [".venv/bin/python -m pytest -v -ra --durations=20"]
 
 
 def built_by_test_docs(command: str) -> None:
