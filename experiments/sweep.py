@@ -29,6 +29,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Callable
 
@@ -181,6 +182,9 @@ def connect(address: str):
         raise SweepError("--dask needs Dask: .venv/bin/pip install -e '.[sweep]'") from err
     if address == "local":
         _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        # multiprocessing's resource tracker lives as long as we do: started unmarked, so
+        # reap_orphans does not wait for it.
+        resource_tracker.ensure_running()
         os.environ[MARKER] = str(os.getpid())      # inherited by the workers and their runs
         # The cluster's processes start with SIGINT ignored: a terminal's Ctrl-C reaches
         # the whole process group, and only we (and the run, which handles it) answer it.

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from control_plane import toolchain
-from control_plane.build import CompileError, compile_program, main
+from control_plane.build import Artifacts, CompileError, compile_program, main
 
 pytestmark = pytest.mark.p4
 
@@ -47,12 +47,12 @@ def tables_of(bmv2_json, pipeline: str) -> set[str]:
 
 
 def test_the_drop_at_enqueue_variant_moves_the_aqm_into_ingress_under_the_same_names(
-        p4c, tmp_path):
+        artifacts, tmp_path):
     """The control plane finds tables and counters by their P4Info alias, so it drives
-    both programs alike; only where the AQM's tables are applied differs."""
+    both programs alike; only where the AQM's tables are applied differs. The default is
+    the session's build (conftest's `artifacts`): p4c takes some 20 s a program."""
     assert main(["--out", str(tmp_path / "enqueue"), "--drop-at", "enqueue"]) == 0
-    default = compile_program(tmp_path / "dequeue")
-    variant = compile_program(tmp_path / "enqueue", drop_at="enqueue")
+    default, variant = artifacts, Artifacts.in_folder(tmp_path / "enqueue")
     assert aliases(default.p4info_txt) <= aliases(variant.p4info_txt)
     for artifacts, aqm_in, not_in in ((default, "egress", "ingress"),
                                       (variant, "ingress", "egress")):

@@ -145,6 +145,8 @@ def test_a_sweep_on_a_local_cluster_resumes_after_ctrl_c(can_run, tmp_path):
         assert {json.loads(p.read_text())["program"]
                 for p in folder.glob("*.s*/config.json")} == {program}
         assert f"\nProgram: profile {program} (" in summary
+        # Nothing of the cluster outlived its close (the runs' topologies, its workers).
+        assert "still running after" not in (folder / "run.log").read_text()
     finally:
         e.close()
 
