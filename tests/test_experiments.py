@@ -18,7 +18,7 @@ from experiments.__main__ import (ResumeError, compile_in_session, finished, pla
 from experiments import factors
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
-from experiments.runner import jsonable
+from experiments.runner import jsonable, rtt_bounds
 
 SPECS = EXPERIMENTS["e5"].plan(PlanOptions())
 SMOKE_AT_ENQUEUE = EXPERIMENTS["smoke"].runs(PlanOptions(factors=(("drop", "enqueue"),)))
@@ -150,3 +150,11 @@ def test_resume_refuses_finished_runs_made_with_other_factors(tmp_path):
                        match="factors buffer=60, program all\\): resume with the options"):
         resumable(tmp_path, "e5", SPECS)
     assert (tmp_path / changed.folder / "metrics.json").is_file()
+
+
+def test_a_run_accepts_the_configured_rtt_plus_a_few_ms_of_processing():
+    """docs/experiments/testbed.md's rule: at least 95 % of the configured RTT, at most
+    max(5 ms, 30 %) above it."""
+    assert rtt_bounds(22.0) == pytest.approx((20.4, 28.6))
+    assert rtt_bounds(32.0)[1] >= 40.0       # the parking lot's long path: 38-40 ms measured
+    assert rtt_bounds(300.0) == pytest.approx((284.5, 390.0))
