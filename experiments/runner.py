@@ -233,13 +233,13 @@ def port_views(spec: RunSpec, plan: SwitchPlan) -> dict[int, PortView]:
     return views
 
 
-
 def rtt_bounds(expected_ms: float) -> tuple[float, float]:
     """The ping RTT (ms) a run accepts for a path configured at `expected_ms`: the delay
     must be there, and delay lines and switches add processing on top
     (docs/experiments/testbed.md: a few ms, up to ~2 ms a delay line on busy cores, more
     with many hops)."""
     return 0.95 * expected_ms - 0.5, expected_ms + max(5.0, 0.3 * expected_ms)
+
 
 class Run:
     def __init__(self, spec: RunSpec, folder: Path, artifacts: Artifacts,

@@ -54,8 +54,8 @@ def test_the_drop_at_enqueue_variant_moves_the_aqm_into_ingress_under_the_same_n
     assert main(["--out", str(tmp_path / "enqueue"), "--drop-at", "enqueue"]) == 0
     default, variant = artifacts, Artifacts.in_folder(tmp_path / "enqueue")
     assert aliases(default.p4info_txt) <= aliases(variant.p4info_txt)
-    for artifacts, aqm_in, not_in in ((default, "egress", "ingress"),
-                                      (variant, "ingress", "egress")):
-        assert {"aqm_config", "idle_decay"} <= tables_of(artifacts.bmv2_json, aqm_in)
-        assert "aqm_config" not in tables_of(artifacts.bmv2_json, not_in)
+    for program, aqm_in, not_in in ((default, "egress", "ingress"),
+                                    (variant, "ingress", "egress")):
+        assert {"aqm_config", "idle_decay"} <= tables_of(program.bmv2_json, aqm_in)
+        assert "aqm_config" not in tables_of(program.bmv2_json, not_in)
     assert "telemetry_config" in tables_of(variant.bmv2_json, "egress")
