@@ -99,3 +99,34 @@ def auto_thresholds(target_delay: float, link_pps: float) -> AutoThresholds:
     minth = max(5.0, target_delay * link_pps / 2)
     return AutoThresholds(minth=minth, midth=2.25 * minth, maxth=3 * minth,
                           wq=auto_wq(link_pps))
+
+
+@dataclass(frozen=True)
+class LoopChange:
+    """One loop step on a port's AQM: the parameter it adapts, its value before, the step,
+    and the changes to write (as `aqm.change` takes them: names to values as text)."""
+
+    name: str
+    old: float
+    step: Step
+    changes: dict[str, str]
+
+
+def loop_step(kind: Literal["ared", "amecn"], aqm, avg: float,
+              alpha_variant: AlphaVariant = "fig3", ceiling: float = PMAX_MAX,
+              pmax: Literal["p1", "both"] = "p1") -> LoopChange:
+    """ARED's step on a RED-family AQM (its maxp) or AMECN's on MECN (its P1max, and P2max
+    with it when `pmax` is "both"), from the average queue (packets): what the
+    controller's loop and the ns-3 twin's both write."""
+    if kind == "ared":
+        name, old = "maxp", aqm.maxp
+        step = ared_step(old, avg, aqm.minth, aqm.maxth, ceiling)
+    else:
+        name, old = "p1max", aqm.p1max
+        step = amecn_step(old, avg, aqm.minth, alpha_variant, ceiling)
+    changes = {}
+    if step.value != old:
+        changes[name] = repr(step.value)
+        if pmax == "both":
+            changes["p2max"] = repr(step.value)
+    return LoopChange(name, old, step, changes)

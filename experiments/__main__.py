@@ -31,12 +31,12 @@ from analysis.results import run_metrics
 from control_plane import toolchain
 from control_plane.build import Artifacts, CompileError
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
-from experiments.base import REPEAT, Experiment, PlanOptions, configurations
+from experiments.base import REPEAT, TWIN_REPEAT, Experiment, PlanOptions, configurations
 from experiments.catalog import EXPERIMENTS
-from experiments import factors, publish, sweep
+from experiments import factors, publish
 from analysis import figures as docs_figures
-from experiments.runner import Run, jsonable, phase
-from experiments.spec import RunSpec
+from experiments.phase import phase
+from experiments.spec import BACKENDS, RunSpec, jsonable
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -194,11 +194,24 @@ def interrupted_line(stop: Interrupted, name: str, folder: Path, opts: PlanOptio
                    f"(resume with: {resume_command(name, folder, opts, dask)})")
 
 
-def run(name: str, out: Path, opts: PlanOptions, log_level: str,
-        resume: Path | None = None, dask: str | None = None) -> int:
+def backend_missing(backend: str) -> str | None:
+    """Why runs on this backend cannot start here (None: they can)."""
+    if backend == "ns3":
+        from experiments.ns3.loader import Ns3Unavailable, available
+        try:
+            available()
+        except Ns3Unavailable as err:
+            return str(err)
+        return None
     missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
+    return f"needs the P4 toolchain: {missing}" if missing else None
+
+
+def run(name: str, out: Path, opts: PlanOptions, log_level: str,
+        resume: Path | None = None, dask: str | None = None, jobs: int | None = None) -> int:
+    missing = backend_missing(opts.backend)
     if missing:
-        console.print(f"[red]{name}: needs the P4 toolchain: {missing}")
+        console.print(f"[red]{name}: {missing}")
         return 2
     if resume:
         folder = resume.resolve()
@@ -206,17 +219,22 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
             console.print(f"[red]cannot resume: {folder}: no such folder")
             return 2
     else:
-        folder = out.resolve() / name / time.strftime("%Y%m%d-%H%M%S")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = out.resolve() / name / (stamp if opts.backend == "bmv2" else f"{stamp}-ns3")
         folder.mkdir(parents=True)
     # Phases, what was cleaned up and warnings, for a look after an interruption.
     log = logging.FileHandler(folder / "run.log")
     log.setFormatter(logging.Formatter(LOG_FORMAT))
     logging.getLogger().addHandler(log)
     try:
-        return run_in(name, folder, opts, log_level, resume is not None, dask)
-    except sweep.SweepError as err:
-        console.print(f"[red]{err}")
-        return 2
+        if opts.backend == "ns3":
+            return run_twins(name, folder, opts, resume is not None, jobs or os.cpu_count() or 1)
+        from experiments import sweep
+        try:
+            return run_in(name, folder, opts, log_level, resume is not None, dask)
+        except sweep.SweepError as err:
+            console.print(f"[red]{err}")
+            return 2
     except Interrupted as stop:
         line = interrupted_line(stop, name, folder, opts, dask)
         logging.getLogger("p4aqm").info("%s", line)
@@ -229,6 +247,9 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
 
 def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: bool,
            dask: str | None = None) -> int:
+    """The plan on the switch (experiments/runner.py), here or on a Dask cluster."""
+    from experiments import sweep      # both import Mininet's topologies
+    from experiments.runner import Run
     experiment = EXPERIMENTS[name]
     planned = experiment.runs(opts)
     if not planned:
@@ -255,7 +276,7 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
     else:
         artifacts = compile_in_session(folder / "build", factors.drop_point(opts.factors),
                                        plan_program(planned))
-    repeat = opts.repeat or experiment.repeat
+    repeat = experiment.repeats(opts)
     console.print(f"[bold]{experiment.title}[/]\n{experiment.scaling}\n{len(specs)} runs "
                   f"({repeat} per configuration) on profile {plan_program(planned).name} "
                   f"-> {folder}")
@@ -305,8 +326,68 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
     return 0
 
 
-def run_one(name: str, label: str, seed: int, build: Path, into: Path, opts: PlanOptions,
-            log_level: str, expect: Path | None) -> int:
+def run_twins(name: str, folder: Path, opts: PlanOptions, resume: bool, jobs: int) -> int:
+    """The plan in ns-3 (experiments/ns3/): every run in its own process, `jobs` at once;
+    the summary as for the switch's runs."""
+    from experiments.ns3 import pool
+    experiment = EXPERIMENTS[name]
+    planned = experiment.runs(opts)
+    if not planned:
+        labels = ", ".join(spec.label for spec in experiment.plan(opts))
+        console.print(f"[red]{name}: no configuration matches {opts.only!r} (there are: {labels})")
+        return 2
+    specs, results, seconds = planned, [], []
+    if resume:
+        for config in folder.glob("*/config.json"):
+            ran = json.loads(config.read_text())
+            if ran.get("backend", "bmv2") != "ns3" or ran.get("experiment") != name:
+                console.print(f"[red]cannot resume: {config.parent} is not a run of {name} "
+                              "in ns-3")
+                return 2
+        done = [spec for spec in specs if finished(folder, spec)]
+        results = [(s.label, folder / s.folder, run_metrics(folder / s.folder)) for s in done]
+        specs = [spec for spec in specs if spec not in done]
+        for spec in specs:
+            if (folder / spec.folder).exists():
+                shutil.rmtree(folder / spec.folder)
+        console.print(f"resuming {folder}: {len(done)} runs done, {len(specs)} to go")
+    console.print(f"[bold]{experiment.title}[/] (ns-3 twin)\n"
+                  f"{experiment.paper_scaling or experiment.scaling}\n{len(specs)} runs "
+                  f"({experiment.repeats(opts)} per configuration), {jobs} at a time -> {folder}")
+    simulated = 0.0
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),
+                  TimeRemainingColumn(), console=console) as progress:
+        overall = progress.add_task("all runs", total=len(specs), what="")
+
+        def done(spec: RunSpec, took: float) -> None:
+            nonlocal simulated
+            seconds.append(took)
+            run = folder / spec.folder
+            simulated += json.loads((run / "twin.json").read_text())["simulated_s"]
+            phase(f"run {spec.label} (computing its metrics)")
+            results.append((spec.label, run, run_metrics(run)))
+            progress.update(overall, advance=1, what=f"{spec.folder} in {took:.0f} s")
+            phase(f"{name} (runs in ns-3)")
+
+        phase(f"{name} (runs in ns-3)")
+        failures = pool.run_all(name, opts, specs, folder, jobs, done)
+    phase(f"{name} (writing the summary)")
+    if results:
+        total = sum(seconds)
+        summarise(experiment, folder, configurations(results, planned),
+                  f"Time: {len(seconds)} runs in ns-3 in {total / 60:.1f} min of processes "
+                  f"({total / max(len(seconds), 1):.0f} s per run, {jobs} at a time; "
+                  f"{simulated / 60:.1f} min simulated)" + (", this session's runs only."
+                                                            if resume else "."))
+    if failures:
+        console.print(f"[red]{len(failures)} runs failed:[/]\n" + "\n".join(failures)
+                      + f"\nfinish them with: {resume_command(name, folder, opts)}")
+        return 1
+    return 0
+
+
+def run_one(name: str, label: str, seed: int, build: Path | None, into: Path,
+            opts: PlanOptions, log_level: str, expect: Path | None) -> int:
     """One run of a plan into `into`/<label>.s<seed>, with a given build: what a sweep's
     worker (or a cluster's job) runs."""
     spec = next((s for s in EXPERIMENTS[name].runs(opts)
@@ -318,6 +399,18 @@ def run_one(name: str, label: str, seed: int, build: Path, into: Path, opts: Pla
     if expect and json.loads(expect.read_text()) != jsonable(spec):
         print(f"experiments: this checkout plans {spec.folder} differently from the client's: "
               "run the same commit on every machine", file=sys.stderr)
+        return 2
+    if spec.backend == "ns3":
+        from experiments.ns3.simulation import execute
+        phase(f"run {spec.label} (simulating)")
+        execute(spec, into / spec.folder)
+        phase(f"run {spec.label} (computing its metrics)")
+        run_metrics(into / spec.folder)
+        return 0
+    from experiments.runner import Run
+    if build is None:
+        print("experiments: run-one on the switch needs --build (the compiled program)",
+              file=sys.stderr)
         return 2
     artifacts = Artifacts.in_folder(build)
     if not artifacts.exist():
@@ -439,12 +532,17 @@ def main(argv: list[str] | None = None) -> int:
                       help="E6: the paper's whole sweep (about 2 h) instead of the subset")
     plan.add_argument("--repeat", type=repeats, metavar="N",
                       help="runs per configuration, seeds 1..N (default: the experiment's, "
-                           f"{REPEAT} for E1-E7; metrics as mean ± 95 %% interval)")
+                           f"{REPEAT} on the switch, {TWIN_REPEAT} in ns-3; metrics as mean ± "
+                           "95 %% interval)")
     plan.add_argument("--only", metavar="PATTERN",
                       help="only the configurations whose label matches (e.g. 'amecn-*')")
     plan.add_argument("--factor", action="append", default=[], metavar="NAME=VALUE",
                       help="change every run: " + "; ".join(
                           f"{name}: {f.what}" for name, f in factors.FACTORS.items()))
+    plan.add_argument("--backend", choices=BACKENDS, default="bmv2",
+                      help="bmv2: the switch in Mininet (root, the P4 toolchain); ns3: its "
+                           "twin in ns-3 (neither), at the paper's scale (docs/experiments/"
+                           f"twin.md), {TWIN_REPEAT} runs per configuration")
     plan.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
     go = sub.add_parser(
         "run", parents=[plan], help="run one experiment",
@@ -459,6 +557,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the runs on a Dask cluster, one per worker machine: a "
                          "scheduler's address (tcp://host:8786), or `local` for a one-worker "
                          "cluster here (docs/experiments/sweeps.md)")
+    go.add_argument("--jobs", type=repeats, metavar="N",
+                    help="ns-3: runs at once (default: one per core)")
     go.add_argument("--resume", type=Path, metavar="FOLDER",
                     help="finish an interrupted run folder (same options): keep its finished "
                          "runs, redo the others")
@@ -467,7 +567,8 @@ def main(argv: list[str] | None = None) -> int:
                               "build (what a sweep's worker runs)")
     one.add_argument("label")
     one.add_argument("--seed", type=repeats, default=1)
-    one.add_argument("--build", type=Path, required=True, help="folder of the compiled program")
+    one.add_argument("--build", type=Path,
+                     help="folder of the compiled program (the switch's runs)")
     one.add_argument("--into", type=Path, required=True, help="the run's folder goes in here")
     one.add_argument("--expect", type=Path, help="the client's RunSpec (JSON): refuse another")
     again = sub.add_parser("report", help="recompute metrics, tables and plots of run folders "
@@ -504,7 +605,8 @@ def main(argv: list[str] | None = None) -> int:
                 return publish_command(args.folders, args.as_name, args.beside)
             try:
                 opts = PlanOptions(args.loss, args.kernel_tcp, args.full, args.repeat,
-                                   args.only, factors.parse(args.factor))
+                                   args.only, factors.parse(args.factor, args.backend),
+                                   args.backend)
                 EXPERIMENTS[args.name].runs(opts)
             except factors.FactorError as err:
                 print(f"experiments: {err}", file=sys.stderr)
@@ -513,7 +615,12 @@ def main(argv: list[str] | None = None) -> int:
                 return run_one(args.name, args.label, args.seed, args.build, args.into, opts,
                                args.log_level, args.expect)
             phase(f"{args.name} (starting)")
-            return run(args.name, args.out, opts, args.log_level, args.resume, args.dask)
+            if args.dask and opts.backend == "ns3":
+                print("experiments: --dask runs the switch's runs; ns-3's run here, "
+                      "--jobs at a time", file=sys.stderr)
+                return 2
+            return run(args.name, args.out, opts, args.log_level, args.resume, args.dask,
+                       args.jobs)
     except Interrupted as stop:
         print(f"experiments: interrupted during {stop.where}", file=sys.stderr)
         return stop.status

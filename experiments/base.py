@@ -30,6 +30,9 @@ Value = Callable[[str, dict], float]
 # Runs per configuration for the claim tables: the fewest that give a t interval of useful
 # width (t = 4.30 at n = 3; a single run has no interval and decides no claim).
 REPEAT = 3
+# In simulation, where a run costs seconds: intervals narrow enough to decide most claims
+# (t = 2.26 at n = 10).
+TWIN_REPEAT = 10
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class PlanOptions:
     only: str | None = None     # run only the configurations whose label matches (fnmatch)
     # (name, value) pairs of experiments/factors.py, applied to every run
     factors: tuple[tuple[str, str], ...] = ()
+    backend: str = "bmv2"       # the switch in Mininet, or its ns-3 twin (experiments/ns3/)
 
     def transport(self, response: str) -> str:
         return "kernel" if self.kernel_tcp else response
@@ -54,7 +58,8 @@ class PlanOptions:
                 + (["--full"] if self.full else [])
                 + (["--repeat", str(self.repeat)] if self.repeat else [])
                 + (["--only", self.only] if self.only else [])
-                + [arg for name, value in self.factors for arg in ("--factor", f"{name}={value}")])
+                + [arg for name, value in self.factors for arg in ("--factor", f"{name}={value}")]
+                + (["--backend", self.backend] if self.backend != "bmv2" else []))
 
 
 @dataclass(frozen=True)
@@ -70,14 +75,26 @@ class Experiment:
     # every configuration's runs -> each claim beside our result, and its verdict
     verdicts: Callable[[Runs], list[Row]] | None = None
     repeat: int = REPEAT        # runs per configuration unless `--repeat` says otherwise
+    # The paper's own scale, where it differs from the testbed's: the ns-3 twin's plan
+    # (`--factor scale=testbed` keeps the testbed's), and what it changes.
+    paper_scale: Callable[[RunSpec], RunSpec] | None = None
+    paper_scaling: str = ""
+
+    def repeats(self, opts: PlanOptions) -> int:
+        return opts.repeat or (self.repeat if opts.backend == "bmv2" else TWIN_REPEAT)
 
     def runs(self, opts: PlanOptions) -> list[RunSpec]:
         """The plan, each configuration repeated with seeds 1..N, repeats of a configuration
         together, each run naming the program they all run (factors.program: the smallest
         build profile that holds the algorithms of these runs, `--only` leaving some out
-        unless `--factor program=plan`)."""
-        n = opts.repeat or self.repeat
+        unless `--factor program=plan`) and its backend; in ns-3 at the paper's scale
+        unless `--factor scale=testbed`."""
+        n = self.repeats(opts)
         planned = self.plan(opts)
+        if (opts.backend == "ns3" and self.paper_scale is not None
+                and dict(opts.factors).get("scale", factors.PAPER) == factors.PAPER):
+            planned = [self.paper_scale(spec) for spec in planned]
+        planned = [replace(spec, backend=opts.backend) for spec in planned]
         specs = [factors.apply(spec, opts.factors).repeat(seed)
                  for spec in planned for seed in range(1, n + 1)
                  if opts.only is None or fnmatch.fnmatchcase(spec.label, opts.only)]

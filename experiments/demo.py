@@ -9,8 +9,7 @@ from control_plane.aqm import DropTail, Mecn, Red, RedEcn
 from control_plane.controller import LoopSpec
 from experiments.base import Experiment, PlanOptions, basic_report
 from experiments.spec import Flow, RunSpec
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 TOPOLOGY = DumbbellSpec(
     senders=(Access(20, 0.005),) * 3, receivers=(Access(20, 0.0),) * 3,

@@ -11,8 +11,7 @@ from control_plane.aqm import DropTail, Red, RedEcn
 from experiments.base import (Experiment, PlanOptions, Row, Runs, by_point, fmt, percent,
                               queue_columns, queue_figure)
 from experiments.spec import Flow, RunSpec
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 LINK_MBPS = 8
 

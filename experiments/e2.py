@@ -13,8 +13,7 @@ from control_plane.controller import LoopSpec
 from experiments.base import (Experiment, PlanOptions, Row, Runs, basic_row, by_point, fmt,
                               percent, queue_figure)
 from experiments.spec import Flow, RunSpec
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 MECN = dict(minth=5, midth=11.25, maxth=15, p1max=0.1, p2max=0.1, wq=0.0027, limit=40)
 STEP, SETTLE = 25.0, 15.0     # s: when the flows join or leave; the paper's settling time

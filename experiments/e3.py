@@ -9,8 +9,7 @@ from experiments.base import (SEED_001_SENDERS, Experiment, PlanOptions, Row, Ru
                               ared_and_amecn, basic_row, by_point, curves, line_figure,
                               percent)
 from experiments.spec import Flow, RunSpec
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 TARGETS = (0.020, 0.040, 0.080, 0.120)
 # The paper's 7 Mb/s of 1000-byte packets is 875 packets/s: 10.5 Mb/s of our 1500 B (BMv2

@@ -9,8 +9,7 @@ from analysis import stats
 from experiments.base import (SEED_001_SENDERS, Experiment, PlanOptions, Row, Runs,
                               ared_and_amecn, basic_row, by_point, curves, fmt, line_figure)
 from experiments.spec import Flow, RunSpec
-from topologies.nodes import Access, Bottleneck
-from topologies.parking_lot import ParkingLotSpec
+from topologies.specs import Access, Bottleneck, ParkingLotSpec
 
 TARGETS = (0.020, 0.040, 0.080)
 # The paper's 10 Mb/s of 1000 B per link is 1 250 packets/s: 15 Mb/s of 1500 B.

@@ -23,8 +23,7 @@ from control_plane.aqm import Aecn, Aqm, Red, RedEcn
 from experiments.base import (Experiment, PlanOptions, Row, Runs, curves, fmt, line_figure,
                               queue_columns)
 from experiments.spec import CONNECT_RTTS, Flow, RunSpec
-from topologies.dumbbell import rtt_groups
-from topologies.nodes import Bottleneck
+from topologies.specs import Bottleneck, rtt_groups
 
 BOTTLENECK = Bottleneck(mbps=10, delay=0.0, buffer=120, packet_bytes=1000)
 # One sender per group, 300 Mb/s of demand into the router as the seed's: 100 Mb/s each.

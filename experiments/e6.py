@@ -20,9 +20,7 @@ from control_plane.aqm import Aqm, Blue, Newque, Pi, RedEcn, Rem
 from experiments.base import (Experiment, PlanOptions, Row, Runs, algorithm_of, curves, fmt,
                               line_figure, queue_figure, spread)
 from experiments.spec import Flow, RunSpec
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
-from topologies.parking_lot import ParkingLotSpec
+from topologies.specs import Access, Bottleneck, DumbbellSpec, ParkingLotSpec
 
 PACKET_BYTES = 1040
 ACCESS = Access(100, 0.001)

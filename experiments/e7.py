@@ -11,8 +11,7 @@ from control_plane.aqm import DropTail, Red, RedEcn
 from experiments.base import (Experiment, PlanOptions, Row, Runs, algorithm_of, by_point,
                               curves, fmt, line_figure)
 from experiments.spec import RunSpec, Transfers
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 BUFFERS = {16: (5, 15), 32: (10, 30), 64: (20, 60), 128: (40, 120)}   # buffer: (min, max)
 

@@ -25,8 +25,7 @@ from control_plane.controller import LoopSpec
 from experiments.base import (Experiment, PlanOptions, Row, Runs, by_point, fmt, line_figure,
                               percent, spread)
 from experiments.spec import RunSpec
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 BOTTLENECK = Bottleneck(mbps=10, delay=0.040, buffer=200, packet_bytes=1000)
 ACCESS, RECEIVER = Access(100, 0.010), Access(100, 0.0)     # RTT 2 (10 + 40) ms

@@ -26,8 +26,7 @@ from control_plane.algorithms.dualpi2 import auto_step_thresh
 from control_plane.aqm import Aqm, DualPi2, Pi2, Pie, RedEcn
 from experiments.base import Experiment, PlanOptions, Row, Runs, by_point, fmt
 from experiments.spec import Flow, RunSpec
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 BOTTLENECK = Bottleneck(mbps=10, delay=0.005, buffer=200, packet_bytes=1500)
 ACCESS, RECEIVER = Access(100, 0.005), Access(100, 0.0)    # RTT 2 (5 + 5) ms

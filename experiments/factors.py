@@ -16,12 +16,19 @@ from control_plane.algorithms.pi import hollot_gains
 from control_plane.build import DROP_AT
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from experiments.spec import CONNECT_RTTS, TRANSPORTS, RunSpec
-from topologies.dumbbell import DumbbellSpec
+from topologies.specs import DumbbellSpec
 
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
 DROP_POINTS = tuple(DROP_AT)
 SMALLEST, PLAN = "profile", "plan"
 PROGRAMS = (SMALLEST, PLAN, ALL)
+# The ns-3 twin's scale: the paper's own (its default), or the testbed's.
+PAPER, TESTBED = "paper", "testbed"
+# Where the twin's AQM decides: as its paper does, on every arrival, or on every departure
+# (the switch's egress).
+DECIDE_POINTS = ("paper", "arrival", "departure")
+# The twin's scalable sender: ns-3's DCTCP, or the testbed's own (transport/scalable.py).
+SCALABLE_SENDERS = ("dctcp", "transport")
 
 
 class FactorError(ValueError):
@@ -289,11 +296,17 @@ def _flag(text: str) -> bool:
     return text == "1"
 
 
+def _twin(spec: RunSpec) -> RunSpec:
+    """A factor of the ns-3 twin's behaviour: the twin reads it from the run's factors."""
+    return spec
+
+
 @dataclass(frozen=True)
 class Factor:
     what: str
     parse: Callable[[str], object]
     change: Callable[[object], Callable[[RunSpec], RunSpec]]
+    backends: tuple[str, ...] = ("bmv2", "ns3")    # where it means something
 
 
 FACTORS: dict[str, Factor] = {
@@ -354,16 +367,30 @@ FACTORS: dict[str, Factor] = {
                        _number(1, 3600), lambda v: _run_field("duration", v)),
     "drop": Factor("where the AQM drops: dequeue (egress, BMv2's service slot spent) or "
                    "enqueue (ingress, before the queue, as Linux and ns-2)",
-                   _choice(DROP_POINTS), _drop),
+                   _choice(DROP_POINTS), _drop, ("bmv2",)),
     "program": Factor("the switches' program: profile (the smallest build profile for the "
                       "runs made, the default), plan (for every planned run, as the "
                       "baseline's) or all (every algorithm's, as before profiles)",
-                      _choice(PROGRAMS), _program),
+                      _choice(PROGRAMS), _program, ("bmv2",)),
+    "scale": Factor("the ns-3 twin's scale: paper (the paper's own link rates, packet "
+                    "sizes, flows and buffers, where it gives them; the default) or testbed "
+                    "(the switch's scaled plan)", _choice((PAPER, TESTBED)),
+                    lambda v: _twin, ("ns3",)),
+    "decide_at": Factor("where the twin's AQM decides: paper (as its paper or RFC: on "
+                        "arrival, CoDel, PI2 and DualPI2 at dequeue; the default), arrival, "
+                        "or departure (the switch's egress)", _choice(DECIDE_POINTS),
+                        lambda v: _twin, ("ns3",)),
+    "bmv2_drop": Factor("the twin's drops at departure keep the packet's service slot, as "
+                        "BMv2's egress drops do (0: the link is free at once, as in ns-2 "
+                        "and ns-3; the default)", _flag, lambda v: _twin, ("ns3",)),
+    "scalable": Factor("the twin's scalable sender: dctcp (ns-3's DCTCP on ECT(1), the "
+                       "default) or transport (the testbed's, transport/scalable.py)",
+                       _choice(SCALABLE_SENDERS), lambda v: _twin, ("ns3",)),
 }
 
 
-def parse(texts: list[str]) -> tuple[tuple[str, str], ...]:
-    """NAME=VALUE strings, checked; each name at most once."""
+def parse(texts: list[str], backend: str = "bmv2") -> tuple[tuple[str, str], ...]:
+    """NAME=VALUE strings, checked, for runs on `backend`; each name at most once."""
     out: dict[str, str] = {}
     for text in texts:
         name, sep, value = text.partition("=")
@@ -372,6 +399,10 @@ def parse(texts: list[str]) -> tuple[tuple[str, str], ...]:
                               f"{', '.join(FACTORS)}")
         if name in out:
             raise FactorError(f"factor {name} given twice")
+        if backend not in FACTORS[name].backends:
+            raise FactorError(f"--factor {name} is the {FACTORS[name].backends[0]} "
+                              f"backend's, not {backend}'s (--backend "
+                              f"{FACTORS[name].backends[0]})")
         try:
             FACTORS[name].parse(value)
         except FactorError as err:

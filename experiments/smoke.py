@@ -8,8 +8,7 @@ from dataclasses import replace
 from control_plane.aqm import DropTail, RedEcn
 from experiments.base import Experiment, PlanOptions, basic_report
 from experiments.spec import Flow, RunSpec
-from topologies.dumbbell import DumbbellSpec
-from topologies.nodes import Access, Bottleneck
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 SCALING = ("2 flows (Linux Reno and the userspace RFC 3168 Reno), 5 Mb/s bottleneck, RTT "
            "20 ms, buffer 30; checks the setup end to end in about a minute")

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
+from pathlib import Path
 
 from control_plane.aqm import Aqm, DropTail, NoAqm
 from control_plane.controller import LoopSpec
 from control_plane.profiles import ALL
-from topologies.dumbbell import DumbbellSpec
-from topologies.parking_lot import ParkingLotSpec
+from topologies.specs import DumbbellSpec, ParkingLotSpec
 
 
 TRANSPORTS = ("kernel", "mecn", "rfc3168", "scalable")
+# Where a run runs: the switch in Mininet, or its twin in ns-3 (experiments/ns3/).
+BACKENDS = ("bmv2", "ns3")
+# The flows' server ports (flow k listens on IPERF_BASE_PORT + k) and seed 004's server's.
+IPERF_BASE_PORT = 5201
+TRANSFER_PORT = 8000
 # Queues other than the bottleneck never drop (seed 004: "adequately provisioned"); their
 # ports run DropTail at that limit.
 WIDE_QUEUE = 10_000
@@ -80,6 +85,7 @@ class RunSpec:
     # runs DropTail at the AQM's limit, so the flows connect without the AQM's drops
     # (factors' aqm_from). 0: the AQM from the start.
     aqm_from: float = 0.0
+    backend: str = "bmv2"
 
     @property
     def folder(self) -> str:
@@ -113,6 +119,9 @@ class RunSpec:
                                  "carries 1 to 128 per flow")
             if flow.start < 0 or end > self.duration:
                 raise ValueError(f"{self.label}: flow {flow} runs outside [0, {self.duration}] s")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"{self.label}: backend {self.backend!r} is not one of "
+                             f"{', '.join(BACKENDS)}")
         if not self.flows and self.transfers is None:
             raise ValueError(f"{self.label}: no traffic")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 1:
@@ -155,3 +164,17 @@ class RunSpec:
         if last >= self.aqm_from:
             raise ValueError(f"{at}: a flow starts at {last:g} s, when the AQM is already "
                              "installed")
+
+
+def jsonable(value):
+    """A RunSpec (any dataclass, tuple, path) as JSON data: what config.json holds, each
+    dataclass with its type's name."""
+    if is_dataclass(value):
+        out = {f.name: jsonable(getattr(value, f.name)) for f in fields(value)}
+        out["type"] = type(value).__name__
+        return out
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value

@@ -15,8 +15,7 @@ from analysis.results import read_csv, run_metrics
 from control_plane.aqm import Mecn, RedEcn
 from experiments.runner import Run, rtt_bounds
 from experiments.spec import Flow, RunSpec
-from topologies.dumbbell import Bottleneck, DumbbellSpec
-from topologies.nodes import Access
+from topologies.specs import Access, Bottleneck, DumbbellSpec
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]
 

@@ -19,29 +19,11 @@ from pathlib import Path
 from mininet.link import Link
 from mininet.node import Host
 
-from topologies.nodes import (Access, Bottleneck, Bridge, DelayBox, HostInfo, P4AqmSwitch,
-                             RunNet, SwitchPlan, attach_host, configure_hosts, start_boxes,
-                             stop_network)
+from topologies.nodes import (Bridge, DelayBox, HostInfo, P4AqmSwitch, RunNet, SwitchPlan,
+                             attach_host, configure_hosts, start_boxes, stop_network)
+from topologies.specs import DumbbellSpec
 
 SWITCH_MAC = "02:00:00:00:ff:{:02x}"
-
-
-@dataclass(frozen=True)
-class DumbbellSpec:
-    senders: tuple[Access, ...]
-    receivers: tuple[Access, ...]
-    bottleneck: Bottleneck
-    congestion_control: str = "reno"
-    ecn: bool = False
-    seed: int = 1
-
-    def hosts(self) -> tuple[int, int]:
-        """How many senders and receivers flows can name."""
-        return len(self.senders), len(self.receivers)
-
-    def expected_rtt(self, i: int, j: int) -> float:
-        """Propagation RTT between sender i and receiver j (seconds)."""
-        return 2 * (self.senders[i].delay + self.bottleneck.delay + self.receivers[j].delay)
 
 
 @dataclass
@@ -130,21 +112,3 @@ class Dumbbell:
         if self.net is not None:
             stop_network(self.net)
             self.net = None
-
-
-# Seed 002: one-way access delays of the three RTT groups (minimum RTTs 20, 100, 300 ms
-# over a 5 ms bottleneck).
-RTT_GROUP_DELAYS = {"robust": 0.005, "average": 0.045, "fragile": 0.145}
-
-
-def rtt_groups(bottleneck: Bottleneck, access_mbps: float = 20.0, ecn: bool = False,
-               congestion_control: str = "reno", delays: dict[str, float] = RTT_GROUP_DELAYS,
-               receiver_delay: float = 0.005) -> tuple[DumbbellSpec, list[str]]:
-    """Seed 002's dumbbell: one sender per RTT group (sender k is 10.0.0.k+1) and one
-    receiver 5 ms from the switch; returns the spec and the group of each sender (flows
-    of a group share its sender)."""
-    groups = list(delays)
-    spec = DumbbellSpec(senders=tuple(Access(access_mbps, delays[g]) for g in groups),
-                        receivers=(Access(access_mbps, receiver_delay),), bottleneck=bottleneck,
-                        congestion_control=congestion_control, ecn=ecn)
-    return spec, groups

@@ -22,6 +22,7 @@ from mininet.node import Host, Node, Switch
 
 from control_plane.bmv2 import Bmv2Config, Bmv2Switch, end_group
 from topologies.cleanup import GUARD, netns_of, stop_namespaces
+from topologies.specs import Access, Bottleneck
 
 # Importing Mininet made every logger created afterwards a MininetLogger with a stderr
 # handler of its own; ours stay plain, under the program's logging set-up.
@@ -30,33 +31,11 @@ LOG = logging.getLogger("p4aqm.topology")
 
 
 @dataclass(frozen=True)
-class Access:
-    """A host's link: rate (Mbit/s, None = unshaped veth), one-way delay (s), loss."""
-
-    mbps: float | None = 100.0
-    delay: float = 0.0
-    loss: float = 0.0
-
-
-@dataclass(frozen=True)
 class HostInfo:
     name: str
     ip: str
     mac: str
     port: int          # switch port the host's traffic leaves s1 on
-
-
-@dataclass(frozen=True)
-class Bottleneck:
-    mbps: float
-    delay: float = 0.0
-    buffer: int = 64               # packets: BMv2's queue depth on the bottleneck port
-    packet_bytes: int = 1500       # converts Mbit/s to set_queue_rate's packets/s; the hosts'
-                                   # MTU, so data packets are this size
-
-    @property
-    def pps(self) -> int:
-        return max(1, round(self.mbps * 1e6 / (8 * self.packet_bytes)))
 
 
 @dataclass(frozen=True)

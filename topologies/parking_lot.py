@@ -18,27 +18,11 @@ from mininet.link import Link
 from mininet.node import Host
 
 from topologies.dumbbell import SWITCH_MAC
-from topologies.nodes import (Access, Bottleneck, Bridge, DelayBox, HostInfo, P4AqmSwitch,
-                             RunNet, SwitchPlan, attach_host, configure_hosts, start_boxes,
-                             stop_network)
+from topologies.nodes import (Bridge, DelayBox, HostInfo, P4AqmSwitch, RunNet, SwitchPlan,
+                             attach_host, configure_hosts, start_boxes, stop_network)
+from topologies.specs import Access, ParkingLotSpec
 
 UPLINK, DOWNLINK = 100, 101
-
-
-@dataclass(frozen=True)
-class ParkingLotSpec:
-    links: tuple[Bottleneck, ...]
-    long_senders: tuple[Access, ...]
-    cross_access: Access = Access(20, 0.0)
-    receiver_access: Access = Access(20, 0.0)
-    congestion_control: str = "reno"
-    ecn: bool = False
-    seed: int = 1
-
-    def hosts(self) -> tuple[int, int]:
-        """How many senders (long, then cross) and receivers flows can name."""
-        n = len(self.long_senders) + len(self.links)
-        return n, n
 
 
 @dataclass

@@ -10,9 +10,8 @@ import argparse
 import signal
 import sys
 
-from transport import endpoint
-from transport.reno import RenoConfig, Response
-from transport.wire import PAYLOAD
+from transport import endpoint, session
+from transport.reno import Response
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,11 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"port {args.port} outside 1-65535")
     if args.time <= 0 or args.give_up <= 0:
         parser.error("--time and --give-up must be > 0")
-    window = args.window // PAYLOAD if args.window else 1000
-    if window < 1:
-        parser.error(f"--window {args.window} is less than one segment ({PAYLOAD} bytes)")
-    config = RenoConfig(response=Response(args.response), max_window=window,
-                        initial_cwnd=min(10.0, window))
+    try:
+        config = session.config_for(args.response, args.window)
+    except ValueError as err:
+        parser.error(f"--window: {err}")
     job = endpoint.SendJob(args.to, args.port, args.time, flow=args.flow, give_up=args.give_up)
     result = endpoint.send(job, config)
     endpoint.dump(result, args.out)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import select
 import socket
 import time
@@ -22,16 +21,11 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from transport import wire
-from transport.reno import Reassembly, RenoConfig, RenoSender, Response
-from transport.scalable import ScalableSender, make_sender
+from transport.reno import Reassembly, RenoConfig, RenoSender
+from transport.session import ReceiverSilent, SendSession
 
 IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
-CWND_SAMPLE_PERIOD = 0.01     # s between cwnd samples (a sample also on every reduction)
 FIN_TRIES = 5
-
-
-class ReceiverSilent(RuntimeError):
-    """No ACK has moved the flow forward for the give-up time."""
 
 
 @dataclass(frozen=True)
@@ -44,69 +38,38 @@ class SendJob:
     source_port: int = 0
 
 
-def _interval(start: float, end: float, nbytes: int, retransmits: int, cwnd: float) -> dict:
-    seconds = end - start
-    return {"sum": {"start": start, "end": end, "seconds": seconds, "bytes": nbytes,
-                    "bits_per_second": 8 * nbytes / seconds if seconds > 0 else 0.0,
-                    "retransmits": retransmits, "snd_cwnd_segments": cwnd}}
-
-
 def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: False) -> dict:
     """Send for `job.seconds`, then wait until every segment is acknowledged and close with
     a FIN. Returns the result document (also when interrupted or given up: `error` says)."""
-    sender = make_sender(config)
-    payload = bytes(wire.PAYLOAD)
     t0, started = time.monotonic(), time.time()
-    cwnd_log: list[list[float | None]] = []
-    intervals: list[dict] = []
+    session = SendSession(config, job.seconds, job.give_up, t0)
+    payload = bytes(wire.PAYLOAD)
     error = None
     fin_acked = False
-    last_progress = t0
-    interval_start, interval_una, interval_retx = 0.0, 0, 0
     malformed = 0
     errors: Counter[str] = Counter()      # socket errors by errno name; give-up decides
 
-    def log_cwnd(t: float) -> None:
-        ssthresh = None if math.isinf(sender.ssthresh) else sender.ssthresh
-        cwnd_log.append([t, sender.cwnd, ssthresh])
-
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS,
-                        wire.ECT1 if config.response is Response.SCALABLE else wire.ECT0)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, session.tos)
         sock.bind(("0.0.0.0", job.source_port))
         sock.connect((job.host, job.port))
-        while not sender.done:
+        while not session.done:
             now = time.monotonic()
-            if sender.limit is None and (now - t0 >= job.seconds or stop()):
-                sender.limit = sender.high_water     # no new data; drain what was sent
-            for seq in sender.transmit(now):
+            if stop():
+                session.stop()
+            for seq in session.poll(now):
                 _send(sock, wire.encode_data(job.flow, seq, payload), errors)
-            wait = 0.05 if sender.timer is None else max(0.0, min(0.05, sender.timer - now))
+            timer = session.sender.timer
+            wait = 0.05 if timer is None else max(0.0, min(0.05, timer - now))
             readable, _, _ = select.select([sock], [], [], wait)
             now = time.monotonic()
             if readable:
-                una, reductions = sender.snd_una, sum(sender.stats.reductions.values())
-                malformed += _read_acks(sock, sender, job.flow, now, errors)
-                if sender.snd_una > una:
-                    last_progress = now
-                if sum(sender.stats.reductions.values()) != reductions:
-                    log_cwnd(now - t0)
-            if sender.timer is not None and now >= sender.timer:
-                sender.on_timeout(now)
-                log_cwnd(now - t0)
-            if now - last_progress > job.give_up:
-                raise ReceiverSilent(_silence(job, errors))
-            t = now - t0
-            if not cwnd_log or t - cwnd_log[-1][0] >= CWND_SAMPLE_PERIOD:
-                log_cwnd(t)
-            if t - interval_start >= 1.0:
-                intervals.append(_interval(interval_start, t,
-                                           (sender.snd_una - interval_una) * wire.PAYLOAD,
-                                           sender.stats.retransmits - interval_retx, sender.cwnd))
-                interval_start, interval_una = t, sender.snd_una
-                interval_retx = sender.stats.retransmits
-        fin_acked = _close(sock, job, sender, errors)
+                acks, bad = _read_acks(sock, job.flow, errors)
+                malformed += bad
+                session.acks(now, acks)
+            session.tick(now, _silence(job, errors))
+        fin_acked = _close(sock, job, session.sender, errors)
     except ReceiverSilent as err:
         error = str(err)
     except KeyboardInterrupt:
@@ -117,30 +80,9 @@ def send(job: SendJob, config: RenoConfig, stop: Callable[[], bool] = lambda: Fa
         error = f"internal error: {type(err).__name__}: {err}"
     finally:
         sock.close()
-    seconds = time.monotonic() - t0
-    sent_bytes = sender.high_water * wire.PAYLOAD
-    acked_bytes = sender.snd_una * wire.PAYLOAD
-    return {
-        "start": {"transport": "p4aqm-mecn", "response": config.response.value,
-                  "started": started,   # Unix time of the intervals' 0: the run's clock
-                  "connecting_to": {"host": job.host, "port": job.port},
-                  "mss": wire.PAYLOAD, "config": {k: (v.value if hasattr(v, "value") else v)
-                                                   for k, v in asdict(config).items()}},
-        "intervals": intervals,
-        "end": {"sum_sent": {"start": 0.0, "end": seconds, "seconds": seconds,
-                             "bytes": sent_bytes, "bits_per_second": 8 * sent_bytes / seconds,
-                             "retransmits": sender.stats.retransmits},
-                "sum_received": {"start": 0.0, "end": seconds, "seconds": seconds,
-                                 "bytes": acked_bytes,
-                                 "bits_per_second": 8 * acked_bytes / seconds}},
-        "mecn": {**asdict(sender.stats), "malformed_acks": malformed,
-                 "socket_errors": dict(errors), "fin_acked": fin_acked,
-                 "srtt_ms": None if sender.srtt is None else sender.srtt * 1000,
-                 "cwnd": cwnd_log,
-                 **({"alpha": [[t - t0, a] for t, a in sender.alpha_log]}
-                    if isinstance(sender, ScalableSender) else {})},
-        "error": error,
-    }
+    return session.result(seconds=time.monotonic() - t0, started=started, host=job.host,
+                          port=job.port, error=error, fin_acked=fin_acked,
+                          extra={"malformed_acks": malformed, "socket_errors": dict(errors)})
 
 
 def _errno_name(err: OSError) -> str:
@@ -162,24 +104,25 @@ def _silence(job: SendJob, errors: Counter[str]) -> str:
             f"{job.give_up:g} s" + (f" (socket errors: {why})" if why else "") + "; giving up")
 
 
-def _read_acks(sock: socket.socket, sender: RenoSender, flow: int, now: float,
-               errors: Counter[str]) -> int:
-    """Every ACK waiting on the socket, into the sender; returns how many were malformed."""
-    malformed = 0
+def _read_acks(sock: socket.socket, flow: int, errors: Counter[str]
+               ) -> tuple[list[tuple[int, wire.Level, int, int]], int]:
+    """Every ACK waiting on the socket, as SendSession.acks takes them, and how many others
+    were malformed."""
+    acks, malformed = [], 0
     while True:
         try:
             datagram = sock.recv(2048, socket.MSG_DONTWAIT)
         except BlockingIOError:
-            return malformed
+            return acks, malformed
         except OSError as err:        # e.g. ICMP port unreachable reported on the socket
             errors[_errno_name(err)] += 1
-            return malformed
+            return acks, malformed
         try:
             ack = wire.decode_ack(datagram)
             if ack.flow != flow:
                 raise wire.Malformed(f"flow {ack.flow}")
-            sender.on_ack(ack.ack, ack.level, now, ack.echo_seq, ack.ce_packets)
-        except (wire.Malformed, ValueError):
+            acks.append((ack.ack, ack.level, ack.echo_seq, ack.ce_packets))
+        except wire.Malformed:
             malformed += 1
 
 
