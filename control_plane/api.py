@@ -1,8 +1,9 @@
 """The controller's local API: HTTP/JSON on a Unix socket, served by aiohttp (the client
 is control_plane/api_client.py).
 
-A Unix socket keeps the API on this machine and under file permissions. While the switch
-is away, every answer carries the SWITCH_AWAY header: one line saying so.
+A Unix socket keeps the API on this machine and under file permissions; one controller
+serves one socket (api_client.serving_elsewhere). While the switch is away, or this controller is a
+backup, every answer carries the SWITCH_AWAY header: one line saying so.
 
     GET  /state                  ports, configuration, counters, latest telemetry
     POST /ports/{port}           {"algorithm": str|null, "values": {name: text}}
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from control_plane.api_client import SWITCH_AWAY
 from control_plane.aqm import PARAMETERS, ConfigError, parse_value, shown_input
-from control_plane.controller import Controller, LoopSpec, SwitchUnavailable
+from control_plane.controller import Controller, LoopSpec, NotSaved, SwitchUnavailable
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -45,7 +46,7 @@ def make_app(ctl: Controller) -> web.Application:
 
     @routes.get("/state")
     async def state(_request: web.Request) -> web.Response:
-        if ctl.ready.is_set():
+        if ctl.readable():
             await ctl.refresh_counters()
         return web.json_response(ctl.snapshot())
 
@@ -98,6 +99,8 @@ def make_app(ctl: Controller) -> web.Application:
             response = _error(400, str(err))
         except SwitchUnavailable as err:
             response = _error(503, str(err))
+        except NotSaved as err:
+            response = _error(500, str(err))
         except Exception as err:  # a P4Runtime error from the switch
             response = _error(502, f"{type(err).__name__}: {err}")
         away = ctl.switch_away()

@@ -79,3 +79,17 @@ class ApiClient:
             raise ApiError(data.get("error", f"HTTP {response.status}")
                            if isinstance(data, dict) else f"HTTP {response.status}")
         return data
+
+
+def serving_elsewhere(path: Path) -> str | None:
+    """Another controller answering on `path`, in one line (None: the socket is free, or
+    a dead controller's, which the next one replaces)."""
+    if not path.exists():
+        return None
+    try:
+        state = ApiClient(path).request("GET", "/state")
+    except ApiError:
+        return None
+    return (f"a controller already serves {path} (for {state.get('address')}, "
+            f"{state.get('role') or 'not connected'}): stop it, or give this one its own "
+            "--socket")

@@ -132,32 +132,53 @@ def call(ctx: click.Context, method: str, url: str, body: dict | None = None):
 
 @main.command("serve")
 @click.argument("config", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where live changes are saved (default: the file's state_dir, else beside "
+                   "CONFIG: aqm.toml -> aqm.state.json).")
+@click.option("--fresh", is_flag=True,
+              help="Start from CONFIG alone: the saved live changes are dropped.")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 @click.pass_context
-def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
-    """Run the controller for the switch described in CONFIG (TOML), in the foreground."""
+def serve_cmd(ctx: click.Context, config: Path, state_dir: Path | None, fresh: bool,
+              verbose: bool) -> None:
+    """Run the controller for the switch described in CONFIG (TOML), in the foreground.
+
+    Every live change (set, loop, l2, a loop's step) is saved before it is acknowledged:
+    started again, the controller runs what it ran, and adopts a switch that still runs
+    its program (counters and AQM state carry on). A second controller of one switch
+    waits as a backup and takes over when the primary goes."""
     import asyncio
+    import importlib
     import logging
     import signal
 
     from control_plane import toolchain
-    from control_plane.api import serve
-    from control_plane.config_file import load_controller
-    from control_plane.switch import DeviceIdMismatch
+    from control_plane.api_client import serving_elsewhere
+    from control_plane.config_file import load_controller, state_file
+    from control_plane.state import StateError
+    from control_plane.switch import DeviceIdMismatch, Fatal
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("finsy").setLevel(logging.DEBUG if verbose else logging.WARNING)
+    logging.getLogger("finsy").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    socket_path: Path = ctx.obj.path
+    elsewhere = serving_elsewhere(socket_path)
+    if elsewhere:
+        fail(elsewhere)
     try:
         ctl = load_controller(config)
-    except (ConfigError, toolchain.ToolMissing) as err:
+        ctl.resume(state_file(config, state_dir), fresh, socket_path, str(config))
+    except (ConfigError, StateError, toolchain.ToolMissing) as err:
         fail(str(err))
 
     async def run() -> str | None:
         """Serve until SIGINT/SIGTERM; the reason to fail, if the session cannot go on."""
         await ctl.start()
-        runner = await serve(ctl, ctx.obj.path)
-        logging.getLogger("p4aqm.controller").info("serving aqmctl on %s", ctx.obj.path)
+        # The switch first: it is reached and reconciled while the API's server (aiohttp,
+        # a third of the start-up) is imported.
+        api = await asyncio.to_thread(importlib.import_module, "control_plane.api")
+        runner = await api.serve(ctl, socket_path)
+        logging.getLogger("p4aqm.controller").info("serving aqmctl on %s", socket_path)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -168,7 +189,7 @@ def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
         failure = None
         if ctl.session.done():
             err = None if ctl.session.cancelled() else ctl.session.exception()
-            failure = str(err) if isinstance(err, DeviceIdMismatch) else \
+            failure = str(err) if isinstance(err, (DeviceIdMismatch, Fatal)) else \
                 f"the switch session ended: {type(err).__name__}: {err}"
         await runner.cleanup()
         await ctl.stop()
@@ -179,9 +200,22 @@ def serve_cmd(ctx: click.Context, config: Path, verbose: bool) -> None:
         fail(failure)
 
 
+def role_line(state: dict) -> str:
+    """Which controller is the switch's primary, as this one sees it."""
+    if state["role"] == "primary":
+        return f"primary (election id {state['election_id']})"
+    if state["role"] == "backup":
+        primary = [f"election id {state['primary_election_id']}"
+                   if state["primary_election_id"] is not None else "",
+                   state["primary_holder"] or ""]
+        return f"backup; primary: {', '.join(p for p in primary if p) or 'another controller'}"
+    return "not connected"
+
+
 def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
     table = new_table(f"{state['address']} — "
-                      f"{'connected' if state['connected'] else 'NOT CONNECTED'}")
+                      f"{'connected' if state['connected'] else 'NOT CONNECTED'} — "
+                      f"device id {state['device_id']}, {role_line(state)}")
     for column in ("port", "algorithm", "parameters", "ECT(1)", "loop", "queue", "enqueued",
                    "seen", "lost in queue", "marks (inc/CE)", "drops (prob/forced/limit)", "avg",
                    "depth", "state"):

@@ -1,6 +1,7 @@
 """The controller's TOML file (docs/controller/configuration.md), read as strictly as the
 command line: unknown keys, duplicated ports, NaN, infinities and numbers that are not
-plain ASCII decimals are refused with a message that names the file and the value."""
+plain ASCII decimals are refused with a message that names the file and the value; and
+where the controller serving it saves its live changes (state_file)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from control_plane.bmv2 import QueueControl
 from control_plane.build import Artifacts
 from control_plane.controller import (Controller, LoopSpec, PortView, Route, check_route,
                                       l2_table)
+from control_plane.state import StateFile, state_path
 
 TOP_LEVEL = {"switch", "build", "device_id", "thrift", "netns", "manage_queues",
-             "priority_queues", "port", "route", "l2"}
+             "priority_queues", "state_dir", "port", "route", "l2"}
 PORT_KEYS = {"port", "link_pps", "algorithm", "loop", "loop_interval", "alpha_variant",
              "queue_depth"}
 
@@ -27,15 +29,37 @@ def toml_text(value) -> str:
     return str(value)
 
 
-def load_controller(path: Path) -> Controller:
+def _read(path: Path) -> dict:
     try:
-        spec = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except (OSError, ValueError) as err:     # TOMLDecodeError and UnicodeDecodeError too
         raise ConfigError(f"{path}: {err}") from None
+
+
+def load_controller(path: Path) -> Controller:
+    spec = _read(path)
     try:
         return _controller(path, spec)
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
+
+
+def state_file(path: Path, state_dir: Path | None = None) -> StateFile:
+    """The state file of the controller serving `path`: in state_dir if given, else in the
+    file's own state_dir (relative to it), else beside it (aqm.toml -> aqm.state.json)."""
+    if state_dir is None:
+        folder = _read(path).get("state_dir")
+        if folder is not None:
+            try:
+                state_dir = Path(_text("state_dir", folder))
+            except ConfigError as err:
+                raise ConfigError(f"{path}: {err}") from None
+            if not state_dir.is_absolute():
+                state_dir = path.parent / state_dir
+    if state_dir is not None and not state_dir.is_dir():
+        raise ConfigError(f"state directory {state_dir} does not exist (make it, or choose "
+                          "another)")
+    return StateFile(state_path(path, state_dir))
 
 
 def _number(name: str, value, kind: str):

@@ -1,36 +1,43 @@
 """The controller: one process that holds the switch's configuration, runs the adaptation
-loops from telemetry, survives switch restarts, and serves the CLI.
+loops from telemetry, survives switch restarts and its own, and serves the CLI.
 
 Everything the switch runs is derived from ``Controller.ports`` (the desired state):
 the CLI and the loops change that state through ``set_port``; on every (re)connection
-the whole state is written again. So a threshold set from the CLI is the one a loop
-adapts from, and it survives a restart.
+what the switch holds is reconciled with it (AqmSwitch.reconcile: a switch that runs our
+program keeps it, and with it its counters and AQM state). So a threshold set from the
+CLI is the one a loop adapts from, and it survives a switch restart. With a state file
+(resume), every change is saved before it is acknowledged, so it survives a restart of
+the controller too. Of several controllers of one switch, the switch's P4Runtime primary
+acts; the others wait as backups and take over, adopting the switch, when it goes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import ipaddress
 import logging
 import re
 import subprocess
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
-from typing import Iterable, Literal
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Awaitable, Callable, Iterable, Literal
 
 import finsy as fy
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import PMAX_MAX, PMAX_MIN, AlphaVariant, amecn_step, ared_step
 from control_plane.algorithms.base import QueueSetting
-from control_plane.aqm import (DEFAULT_LIMIT, Aqm, ConfigError, Ecnm, Mecn, PortConfig, Red,
-                               RedEcn, change, shown_input)
+from control_plane.aqm import (DEFAULT_LIMIT, PORT_FIELDS, Aqm, ConfigError, DropTail, Ecnm,
+                               Mecn, PortConfig, Red, RedEcn, change, shown_input)
 from control_plane.bmv2 import QueueControl, SwitchError, queue_commands
 from control_plane.build import Artifacts
 from control_plane.forwarding import Route
 from control_plane.golden import PortCounters
-from control_plane.switch import RECONNECT_PAUSE, AqmSwitch
+from control_plane.state import Holder, StateError, StateFile
+from control_plane.switch import ADOPTED, PUSHED, RECONNECT_PAUSE, AqmSwitch, Fatal
 from control_plane.toolchain import ToolMissing
 from control_plane.telemetry import TelemetryRecord
 
@@ -38,6 +45,10 @@ LOG = logging.getLogger("p4aqm.controller")
 LoopKind = Literal["ared", "amecn"]
 # Telemetry interval a loop needs when the port has none configured.
 LOOP_TELEMETRY_INTERVAL = 0.01
+EVENTS_SAVED = 200      # the change log's latest events, kept in the state file
+# s a controller the switch made primary waits for the state file's lock: the primary
+# that died frees it as it ends (the kernel closes its stream and its lock together).
+TAKEOVER_LOCK_WAIT = 3.0
 
 
 MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -87,7 +98,25 @@ def l2_table(entries: Iterable[tuple[str, int]], ports) -> dict[str, int]:
 
 
 class SwitchUnavailable(RuntimeError):
-    """The switch is unreachable or its pipeline is not loaded (yet)."""
+    """The switch is unreachable, its pipeline is not loaded (yet), or this controller is
+    a backup."""
+
+
+class NotSaved(RuntimeError):
+    """A change could not be saved to the state file, and was undone."""
+
+
+def text_values(config: PortConfig) -> dict[str, str]:
+    """A port's configuration as the text `change` reads: every parameter of its
+    algorithm and every port field (change(any, action, text_values(c)) == c)."""
+    def text(name: str, value) -> str:
+        if value is None:
+            return "off" if name == "telemetry_interval" else "auto"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return repr(value) if isinstance(value, float) else str(value)
+    return {**{f.name: text(f.name, getattr(config.aqm, f.name)) for f in fields(config.aqm)},
+            **{name: text(name, getattr(config, name)) for name in PORT_FIELDS}}
 
 
 @dataclass(frozen=True)
@@ -207,15 +236,22 @@ class Controller:
 
     def __post_init__(self) -> None:
         self.switch = AqmSwitch(self.address, self.artifacts, self.ports, self.device_id,
-                                on_ready=self._on_ready, priority_queues=self.priority_queues)
+                                on_ready=self._on_ready, priority_queues=self.priority_queues,
+                                adopt=True)
         self.ready = asyncio.Event()
         self.events: deque[Event] = deque(maxlen=1000)
         self._event_seq = 0
         self._lock = asyncio.Lock()
+        self._saving = asyncio.Lock()
         self._loops: dict[int, asyncio.Task] = {}
         self._tasks: list[asyncio.Task] = []
+        self._pending: set[asyncio.Task] = set()
         self.connections = 0
         self.ingress_drops: dict[str, int] | None = None
+        self.state: StateFile | None = None
+        self.state_holder: Holder | None = None    # who holds the state file, if not us
+        self._served_on: Path | None = None
+        self._version, self._saved = 0, 0          # changes made, and saved
         self.switch.sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
         self.l2 = l2_table(self.l2.items(), self.ports)
         for port, view in self.ports.items():
@@ -223,12 +259,14 @@ class Controller:
                 self.switch.profile.check(view.config.aqm.action)
             except ConfigError as err:
                 raise ConfigError(f"port {port}: {err}") from None
+        self.configuration = self._digest()
 
     # ----- lifecycle ------------------------------------------------------------------
 
     @property
     def session(self) -> asyncio.Task:
-        """The switch session's task: it ends only with DeviceIdMismatch (or stop())."""
+        """The switch session's task: it ends only with DeviceIdMismatch, a Fatal error
+        (or stop())."""
         return self._tasks[0]
 
     async def start(self) -> None:
@@ -244,33 +282,226 @@ class Controller:
             task.cancel()
         await asyncio.gather(*self._loops.values(), *self._tasks, return_exceptions=True)
         self._loops.clear()
+        await asyncio.gather(*self._pending, return_exceptions=True)
+        if self.state is not None:
+            self.state.unlock()
+
+    # ----- the state file: live changes that survive a restart ----------------------------
+
+    def resume(self, state: StateFile, fresh: bool = False, served_on: Path | None = None,
+               source: str = "the configuration") -> None:
+        """Keep every live change in `state` from now on, after applying what it holds
+        (unless fresh: the configuration alone, and the file written over). Before
+        start(). A file that cannot be read or applied is a StateError naming it, and
+        nothing of it is applied. If another controller holds the file, this one starts
+        as its backup: it changes and saves nothing until the switch makes it primary."""
+        self.state = state
+        self.state_holder = state.lock(served_on)
+        self._served_on = served_on
+        try:
+            saved = None if fresh else state.read()
+            applied = self._apply(saved) if saved is not None else ""
+            if self.state_holder is None:
+                state.write(self._state_doc())
+        except StateError:
+            state.unlock()
+            raise
+        # A backup (state_holder) says so in one line once the switch says who is primary.
+        if self.state_holder is not None:
+            return
+        if fresh:
+            self.log(None, "controller", f"started from {source} alone (--fresh): {state} "
+                                         "written over")
+        elif saved is None:
+            self.log(None, "controller", f"started from {source}; live changes are saved "
+                                         f"in {state}")
+        else:
+            self.log(None, "controller", f"started from {source} and {state} (saved "
+                     f"{time.strftime('%H:%M:%S', time.localtime(saved['saved_at']))}): "
+                     f"{applied}")
+
+    def _digest(self) -> str:
+        """The configuration this controller was started from, as a hash: a state file
+        holds live changes made on top of one configuration only."""
+        held = (self.address, self.device_id, sorted(self.l2.items()),
+                [repr(r) for r in self.routes],
+                [(p, repr(v.config), repr(v.loop), v.queue_depth)
+                 for p, v in sorted(self.ports.items())])
+        return hashlib.sha256(repr(held).encode()).hexdigest()
+
+    def _state_doc(self) -> dict:
+        return {"configuration": self.configuration, "saved_at": time.time(),
+                "seq": self._event_seq, "l2": dict(self.l2),
+                "ports": {str(port): {"algorithm": view.config.aqm.action,
+                                      "values": text_values(view.config),
+                                      "loop": asdict(view.loop) if view.loop else None}
+                          for port, view in self.ports.items()},
+                "events": [asdict(e) for e in list(self.events)[-EVENTS_SAVED:]]}
+
+    def _apply(self, saved: dict) -> str:
+        """A saved state in place of what this controller holds: all of it checked first,
+        then all of it applied (StateError, naming the file, and nothing applied). Says
+        what it changed, for the change log."""
+        where = f"state file {self.state}"
+        if saved.get("configuration") != self.configuration:
+            raise StateError(
+                f"{where} holds live changes made on top of another configuration (it changed "
+                "since): start with --fresh to run the configuration alone (those changes "
+                "are dropped), or put the configuration back")
+        try:
+            ports = saved["ports"]
+            if set(ports) != {str(p) for p in self.ports}:
+                raise ConfigError(f"ports {sorted(ports)}, the configuration's "
+                                  f"{sorted(self.ports)}")
+            configs = {}
+            for port, view in self.ports.items():
+                held = ports[str(port)]
+                try:
+                    config = change(PortConfig(port=port, aqm=DropTail(),
+                                               link_pps=view.config.link_pps),
+                                    held["algorithm"], dict(held["values"]))
+                    self.switch.profile.check(config.aqm.action)
+                    loop = LoopSpec(**held["loop"]) if held["loop"] else None
+                    if loop:
+                        loop.check(config)
+                except (ConfigError, TypeError, KeyError, AttributeError) as err:
+                    raise ConfigError(f"port {port}: {err}") from None
+                configs[port] = (config, loop)
+            l2 = l2_table(saved["l2"].items(), self.ports)
+            events = [Event(**e) for e in saved["events"]]
+            seq = int(saved["seq"])
+        except (ConfigError, TypeError, KeyError, AttributeError, ValueError) as err:
+            raise StateError(f"{where} cannot be applied: {err}") from None
+        changed = [str(port) for port, (config, loop) in configs.items()
+                   if (config, loop) != (self.ports[port].config, self.ports[port].loop)]
+        said = [f"port {', '.join(changed)} as {'they' if len(changed) > 1 else 'it'} ran"
+                ] if changed else []
+        if l2 != self.l2:
+            said.append("the L2 entries as they were")
+        for port, (config, loop) in configs.items():
+            self.ports[port].config, self.ports[port].loop = config, loop
+        self.l2 = l2
+        self.events.clear()
+        self.events.extend(events)
+        self._event_seq = seq
+        return (", ".join(said) or "no live change") + \
+            f"; the change log goes on from {seq + 1}"
+
+    async def _save(self) -> None:
+        """The state file written with everything held now, unless that is saved already;
+        a change is acknowledged only after this. Nothing is written by a controller that
+        does not hold the file (a backup)."""
+        if self.state is None or not self.state.locked:
+            return
+        async with self._saving:
+            if self._saved == self._version:
+                return
+            version, doc = self._version, self._state_doc()
+            await asyncio.to_thread(self.state.write, doc)
+            self._saved = version
+
+    def _save_later(self) -> None:
+        """What changed saved in the background (an event that changes nothing on the
+        switch: the changes themselves await _save before they are acknowledged)."""
+        if self.state is None or not self.state.locked:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:     # not started: resume() writes the file itself
+            return
+
+        async def save() -> None:
+            try:
+                await self._save()
+            except StateError as err:
+                LOG.warning("%s", err)
+        task = loop.create_task(save())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    # ----- the switch: primary or backup --------------------------------------------------
 
     async def _on_ready(self, switch: AqmSwitch) -> None:
-        """(Re)connected, pipeline pushed: write the whole configuration we hold."""
+        """(Re)connected: as the primary, take the state file if another held it (the
+        primary this one waited for), then reconcile the switch with what we hold; as a
+        backup, say who is primary and wait."""
+        if not switch.is_primary:
+            self._standby(switch)
+            return
         try:
+            if self.state is not None and not self.state.locked:
+                await self._take_state()
             await self._restore(switch)
+        except Fatal:
+            raise
         except Exception as err:
             self.log(None, "switch", f"restoring the configuration failed: "
                                      f"{type(err).__name__}: {err}")
             raise
 
+    def _standby(self, switch: AqmSwitch) -> None:
+        self.ready.clear()
+        holder = self.state_holder or (self.state.holder() if self.state else None)
+        self.log(None, "switch", f"{self.address} (device id {self.device_id}) has a "
+                 f"primary controller, election id {switch.primary_election_id}"
+                 f"{f' ({holder})' if holder else ''}: this one waits as backup (election "
+                 f"id {switch.sw.election_id}) and takes over, adopting the switch, if it goes")
+
+    async def _take_state(self) -> None:
+        """Made primary while another controller held the state file (it died): take the
+        file and what it saved since we read it."""
+        assert self.state is not None
+        deadline = time.monotonic() + TAKEOVER_LOCK_WAIT
+        while (holder := self.state.lock(self._served_on)) is not None:
+            if time.monotonic() > deadline:
+                raise Fatal(f"the switch made this controller primary, but the state file "
+                            f"{self.state} is held by {holder}: two controllers cannot share "
+                            "one state file; stopping")
+            await asyncio.sleep(0.05)
+        self.state_holder = None
+        try:
+            saved = self.state.read()
+            if saved is not None:
+                async with self._lock:
+                    self._apply(saved)
+        except StateError as err:
+            self.state.unlock()
+            raise Fatal(f"taking over: {err}") from None
+        self._restart_loops()
+        self.log(None, "controller", f"took over as primary, with {self.state}")
+
+    def _restart_loops(self) -> None:
+        """Each port's loop task as its view says (after a saved state was applied)."""
+        for task in self._loops.values():
+            task.cancel()
+        self._loops.clear()
+        for port, view in self.ports.items():
+            if view.loop:
+                self._start_loop(port)
+
     async def _restore(self, switch: AqmSwitch) -> None:
+        """What the switch holds made what we hold. A switch that ran our program kept
+        its queues' rates and depths too (they live as long as its process): they are set
+        again after the switch is back in our hands, not before."""
+        adopted = switch.pipeline == ADOPTED
         async with self._lock:
-            await switch.install_base()
-            for route in self.routes:
-                await switch.add_route(route.prefix, route.port, route.src_mac, route.dst_mac)
-            for mac, port in self.l2.items():
-                await switch.set_l2(mac, port, installed=False)
-            for view in self.ports.values():
-                await switch.configure_port(self._with_loop_telemetry(view.config, view.loop),
-                                            reset=True)
-            queues = await self._set_queues(self.ports.values())
+            done = await switch.reconcile(
+                [self._with_loop_telemetry(v.config, v.loop) for v in self.ports.values()],
+                self.routes, self.l2)
+            queues = "" if adopted else await self._set_queues(self.ports.values())
             self.connections += 1
             what = "connected" if self.connections == 1 else "reconnected"
-            self.log(None, "switch", f"{what} to {self.address}: pipeline pushed, "
+            pipeline = "adopted the program it runs" if adopted else \
+                f"pipeline pushed ({switch.pipeline.removeprefix(PUSHED)})"
+            self.log(None, "switch", f"{what} to {self.address}: {pipeline}; {done}; "
                                      f"{len(self.routes)} routes, {len(self.l2)} L2 entries "
                                      f"and {len(self.ports)} ports configured{queues}")
             self.ready.set()
+        if adopted and self.queues is not None:
+            async with self._lock:
+                queues = await self._set_queues(self.ports.values())
+                if queues.startswith("; queues"):
+                    self.log(None, "switch", f"the adopted switch's queues set again{queues}")
 
     async def _set_queues(self, views) -> str:
         """Each port's queue rate and depth (Thrift); what was done, for the change log. A
@@ -299,6 +530,8 @@ class Controller:
         self._event_seq += 1
         self.events.append(Event(self._event_seq, time.time(), port, source, message))
         LOG.info("%s%s: %s", f"port {port} " if port is not None else "", source, message)
+        self._version += 1
+        self._save_later()
 
     # ----- configuration ----------------------------------------------------------------
 
@@ -316,13 +549,34 @@ class Controller:
 
     async def set_port(self, port: int, algorithm: str | None, values: dict[str, str],
                        source: str = "cli", reason: str = "") -> PortConfig:
-        """Validate and write under the lock, and only then keep as the configuration."""
+        """Validate and write under the lock, and only then keep as the configuration;
+        saved before it returns."""
         async with self._lock:
-            new, queues = await self._change(self.view(port), algorithm, values)
-        changes = " ".join(f"{k}={v}" for k, v in values.items())
-        self.log(port, source,
-                 (reason or f"{algorithm or new.aqm.action} {changes}".strip()) + queues)
+            self.require_primary()
+            view = self.view(port)
+            old = view.config
+            new, queues = await self._change(view, algorithm, values)
+            changes = " ".join(f"{k}={v}" for k, v in values.items())
+            await self._commit(port, source,
+                               (reason or f"{algorithm or new.aqm.action} {changes}".strip())
+                               + queues, lambda: self._write(view, old, reset=algorithm is not None))
         return new
+
+    async def _commit(self, port: int | None, source: str, message: str,
+                      undo: Callable[[], Awaitable[object]] | None) -> None:
+        """A change made and kept: logged, then saved (the caller holds the lock). If it
+        cannot be saved, undo() puts it back, it is logged as undone and NotSaved raised;
+        without undo (a loop's step) the change stays, and the next save carries it."""
+        self.log(port, source, message)
+        try:
+            await self._save()
+        except StateError as err:
+            if undo is None:
+                LOG.warning("%s", err)
+                return
+            await undo()
+            self.log(port, source, f"undone: {err}")
+            raise NotSaved(f"{err}; the change was undone") from None
 
     async def _change(self, view: PortView, algorithm: str | None,
                       values: dict[str, str]) -> tuple[PortConfig, str]:
@@ -353,31 +607,63 @@ class Controller:
         scheduled change; the CLI changes parameters as text through set_port), its state
         from zero."""
         async with self._lock:
+            self.require_primary()
             view = self.view(port)
-            new = replace(view.config, aqm=aqm)
+            old, new = view.config, replace(view.config, aqm=aqm)
             queues = await self._write(view, new, reset=True)
-        self.log(port, source, reason + queues)
+            await self._commit(port, source, reason + queues,
+                               lambda: self._write(view, old, reset=True))
         return new
 
     async def set_l2(self, mac: str, port: int | None) -> None:
         """Add or replace (port) or remove (None) an l2_exact entry, validated first."""
         async with self._lock:
+            self.require_primary()
             mac = check_l2(mac, port, self.ports)
             if port is None and mac not in self.l2:
                 raise ConfigError(f"no L2 entry for {mac}")
             self.require_switch()
-            await self.switch.set_l2(mac, port, installed=mac in self.l2)
+            old = self.l2.get(mac)
+            await self.switch.set_l2(mac, port, installed=old is not None)
             if port is None:
                 del self.l2[mac]
             else:
                 self.l2[mac] = port
-        self.log(port, "cli", f"l2 {mac} " + (f"-> port {port}" if port is not None
-                                                else "removed"))
+            await self._commit(port, "cli", f"l2 {mac} " + (
+                f"-> port {port}" if port is not None else "removed"),
+                lambda: self._set_l2_back(mac, old))
+
+    async def _set_l2_back(self, mac: str, old: int | None) -> None:
+        """An L2 change undone: the entry as it was (old None: none)."""
+        await self.switch.set_l2(mac, old, installed=mac in self.l2)
+        if old is None:
+            self.l2.pop(mac, None)
+        else:
+            self.l2[mac] = old
+
+    def backup_of(self) -> str | None:
+        """Why this controller is a backup, in one line (None: it is not)."""
+        if self.state_holder is not None:
+            return (f"this controller is a backup: the state file {self.state} is held by "
+                    f"{self.state_holder}, which makes the changes")
+        if self.switch.sw.is_up and not self.switch.sw.is_primary:
+            return (f"this controller is a backup: the switch at {self.address} has a primary "
+                    f"controller (election id {self.switch.primary_election_id}); this one "
+                    "takes over if it goes")
+        return None
+
+    def require_primary(self) -> None:
+        backup = self.backup_of()
+        if backup:
+            raise SwitchUnavailable(backup)
 
     def switch_away(self) -> str | None:
         """Why the switch cannot take a write now, in one line (None: it can)."""
         if self.ready.is_set():
             return None
+        backup = self.backup_of()
+        if backup:
+            return backup
         if self.switch.sw.is_up:
             return (f"switch at {self.address}: pipeline not loaded yet (the controller is "
                     "pushing it); try again")
@@ -393,22 +679,33 @@ class Controller:
         """Start (or with spec None stop) a port's loop; run=False leaves the stepping to
         the caller (adapt_once), as the tests do."""
         async with self._lock:
+            self.require_primary()
             view = self.view(port)
             if spec is not None:
                 spec.check(view.config)
+            old = view.loop
+            await self._set_loop_telemetry(view, spec)
+            view.loop = spec
+
+            async def undo() -> None:
+                await self._set_loop_telemetry(view, old)
+                view.loop = old
+            if spec:
+                await self._commit(port, spec.kind, f"started, every {spec.interval} s", undo)
+            else:
+                await self._commit(port, "cli", "loop stopped", undo)
             old_task = self._loops.pop(port, None)
             if old_task:
                 old_task.cancel()
-            if self.ready.is_set():
-                await self.switch.configure_port(self._with_loop_telemetry(view.config, spec),
-                                                 reset=False)
-            view.loop = spec
-        if spec:
-            if run:
-                self._start_loop(port)
-            self.log(port, spec.kind, f"started, every {spec.interval} s")
-        else:
-            self.log(port, "cli", "loop stopped")
+        if spec and run:
+            self._start_loop(port)
+
+    async def _set_loop_telemetry(self, view: PortView, spec: LoopSpec | None) -> None:
+        """The telemetry a port with (or without) a loop exports, on the switch if it is
+        there (it gets it on reconnection otherwise)."""
+        if self.ready.is_set():
+            await self.switch.configure_port(self._with_loop_telemetry(view.config, spec),
+                                             reset=False)
 
     # ----- adaptation loops ---------------------------------------------------------------
 
@@ -455,17 +752,15 @@ class Controller:
             else:
                 name, old = "p1max", cfg.p1max
                 step = amecn_step(old, avg, cfg.minth, spec.alpha_variant, spec.ceiling)
-            queues = ""
             if step.value != old:
                 changes = {name: repr(step.value)}
                 if spec.pmax == "both":
                     changes["p2max"] = repr(step.value)
                 _, queues = await self._change(view, None, changes)
-        done = Adaptation(port, spec.kind, avg, seq, name, old, step.value, step.reason)
-        if step.value != old:
-            self.log(port, spec.kind, f"{name} {old:.4f} -> {step.value:.4f}: {step.reason}, "
-                                      f"telemetry packet {seq}{queues}")
-        return done
+                await self._commit(port, spec.kind,
+                                   f"{name} {old:.4f} -> {step.value:.4f}: {step.reason}, "
+                                   f"telemetry packet {seq}{queues}", None)
+        return Adaptation(port, spec.kind, avg, seq, name, old, step.value, step.reason)
 
     # ----- telemetry and counters ---------------------------------------------------------
 
@@ -482,8 +777,26 @@ class Controller:
                 LOG.debug("telemetry stream ended: %s", err)
                 await asyncio.sleep(0.1)
 
+    def role(self) -> dict:
+        """Which controller is primary: this one, or another (this one a backup), and the
+        election ids the switch knows them by; where the live changes are saved."""
+        sw = self.switch.sw
+        backup = self.backup_of()
+        role = "primary" if self.ready.is_set() else "backup" if backup else None
+        holder = self.state_holder or (self.state.holder() if self.state and backup else None)
+        return {"role": role, "device_id": self.device_id,
+                "election_id": sw.election_id if sw.is_up else None,
+                "primary_election_id": self.switch.primary_election_id if sw.is_up else None,
+                "primary_holder": str(holder) if holder else None,
+                "state_file": None if self.state is None else str(self.state)}
+
+    def readable(self) -> bool:
+        """The switch answers reads: connected, as the primary or as a backup."""
+        return self.ready.is_set() or (self.switch.sw.is_up and self.backup_of() is not None)
+
     async def refresh_counters(self) -> None:
-        self.require_switch()
+        if not self.readable():
+            self.require_switch()
         self.ingress_drops = {reason.name.lower(): count for reason, count in
                               (await self.switch.read_ingress_drops()).items()}
         for port, view in self.ports.items():
@@ -522,11 +835,15 @@ class Controller:
                     "prob": fp.from_frac32(rec.prob),
                     "state": type(cfg.aqm).describe(rec),
                     "records": view.records,
+                    # The port's state epoch and its packets in it: both carry on while
+                    # the switch keeps the state (a controller restart that adopts it).
+                    "epoch": rec.epoch,
+                    "pkt_seq": rec.pkt_seq,
                 },
             }
         profile = self.switch.profile
         return {"address": self.address, "connected": self.ready.is_set(),
-                "connections": self.connections, "ports": ports,
+                "connections": self.connections, **self.role(), "ports": ports,
                 "profile": {"name": profile.name, "algorithms": list(profile.algorithms)},
                 "ingress_drops": self.ingress_drops,
                 "routes": [vars(r) for r in self.routes], "l2": dict(self.l2)}
