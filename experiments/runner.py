@@ -22,6 +22,10 @@ A run's folder holds:
                    (experiments/connections.py): the flows' rates within the window
   metrics.json     computed metrics (see analysis/metrics.py); flows.csv per flow (per
                    stream of an iperf3 that carries several)
+  controller_restarts.json  (a run told to restart its controller, controller_restart_at)
+                   when each controller was killed and came back, and whether it adopted
+                   the switch (counters and AQM state carried on) or had to push the
+                   program (the run is then disturbed, and says so)
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from control_plane.algorithms.base import Link
 from control_plane.aqm import Aecn, Aqm, PortConfig
 from control_plane.build import REPO, Artifacts
 from control_plane.controller import Controller, PortView, Route
+from control_plane.state import StateFile
 from control_plane.toolchain import find
 from experiments.connections import ConnectionSampler
 from experiments.spec import OTHER_PORTS, WIDE_QUEUE, RunSpec
@@ -126,17 +131,40 @@ class ControllerThread:
         asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def close(self) -> None:
-        async def cancel_rest() -> None:
+        if not self.thread.is_alive():     # crashed (crash())
+            return
+        try:
+            self.call(self.ctl.stop(), timeout=15)
+            self.call(self._cancel_rest(), timeout=15)
+        finally:
+            self._end()
+
+    def crash(self) -> None:
+        """The controller ended as a kill ends it: every task of its loop cancelled (its
+        P4Runtime stream closes, so the switch sees it gone), nothing saved or tidied, its
+        state file's lock freed as the kernel frees a dead process's."""
+        try:
+            self.call(self._cancel_rest(), timeout=15)
+        finally:
+            self._end()
+            if self.ctl.state is not None:
+                self.ctl.state.unlock()
+
+    @staticmethod
+    async def _cancel_rest() -> None:
+        """Every other task cancelled, and those their cancellation started (a save of
+        the change log's last event) too."""
+        for _ in range(10):
             rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            if not rest:
+                return
             for task in rest:
                 task.cancel()
             await asyncio.gather(*rest, return_exceptions=True)
-        try:
-            self.call(self.ctl.stop(), timeout=15)
-            self.call(cancel_rest(), timeout=15)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(10)
+
+    def _end(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
 
 
 class Recorder:
@@ -179,6 +207,12 @@ class Recorder:
                 self.groups["rtt_events"] = await self.ctl.switch.read_rtt_events()
         except Exception as err:  # a sample lost to a reconnect is not fatal
             LOG.debug("counter sample failed: %s", err)
+
+    def follow(self, controller: ControllerThread) -> None:
+        """Record what this controller receives and reads (again, after a restart)."""
+        self.ctl = controller.ctl
+        controller.spawn(self.record_telemetry())
+        controller.spawn(self.sample_counters())
 
     async def sample_counters(self, period: float = 1.0) -> None:
         while self.running:
@@ -242,13 +276,20 @@ def rtt_bounds(expected_ms: float) -> tuple[float, float]:
 
 
 class Run:
+    """One run. controller_restart_at: seconds into the traffic at which each switch's
+    controller is killed and started again (from its state file, in the run's folder), as
+    a crash and a supervisor's restart would: the test that a run is not disturbed by it
+    (tests/test_restart.py)."""
+
     def __init__(self, spec: RunSpec, folder: Path, artifacts: Artifacts,
-                 on_progress=None, log_level: str = "off"):
+                 on_progress=None, log_level: str = "off",
+                 controller_restart_at: float | None = None):
         spec.check()
         self.spec, self.folder, self.artifacts = spec, folder, artifacts
         self.on_progress = on_progress or (lambda done, total, what: None)
         self.log_level = log_level
         self.processes: list[subprocess.Popen] = []
+        self.controller_restart_at = controller_restart_at
 
     def _phase(self, what: str) -> None:
         phase(f"run {self.spec.label} ({what})")
@@ -288,14 +329,14 @@ class Run:
         recorders = []
         for plan, controller in zip(plans, controllers):
             recorder = Recorder(controller.ctl, plan.bottleneck_port, time.monotonic())
-            controller.spawn(recorder.record_telemetry())
-            controller.spawn(recorder.sample_counters())
+            recorder.follow(controller)
             recorders.append(recorder)
         minimum = None
         if self.spec.transfers:
             self._phase("calibrating")
             minimum = self._calibrate(topo)
         self._phase("traffic")
+        self._recorders = recorders
         self._traffic(topo, recorders, plans, controllers)
         self._phase("saving its results")
         for recorder in recorders:
@@ -335,14 +376,9 @@ class Run:
 
     def _start_controller(self, plan: SwitchPlan, controllers: list[ControllerThread]) -> None:
         spec, bn = self.spec, plan.bottleneck
-        ctl = Controller(plan.node.grpc_address, self.artifacts, port_views(spec, plan),
-                         [Route(*route) for route in plan.routes],
-                         priority_queues=plan.node.priority_queues)
         with GUARD.deferred():   # its thread, recorded for the teardown to close
-            thread = ControllerThread(ctl)
-            controllers.append(thread)
-        thread.call(ctl.start())
-        thread.call(asyncio.wait_for(ctl.ready.wait(), 30))
+            controllers.append(self._controller(plan))
+        self._connect(controllers[-1])
         for port in plan.ports:
             if port == plan.bottleneck_port:
                 for queue in spec.aqm.queues(bn.pps, bn.buffer):   # DualPI2: two
@@ -350,6 +386,49 @@ class Run:
                                              priority=queue.priority)
             else:
                 plan.node.bmv2.set_queue(port, depth=WIDE_QUEUE)
+
+    def _controller(self, plan: SwitchPlan) -> ControllerThread:
+        """A controller of the switch as the run starts it, in a thread of its own; with a
+        state file (in the run's folder) when the run restarts its controllers."""
+        ctl = Controller(plan.node.grpc_address, self.artifacts, port_views(self.spec, plan),
+                         [Route(*route) for route in plan.routes],
+                         priority_queues=plan.node.priority_queues)
+        if self.controller_restart_at is not None:
+            ctl.resume(StateFile(self.folder / f"controller-{plan.node.name}.state.json"),
+                       source="the run's plan")
+        return ControllerThread(ctl)
+
+    @staticmethod
+    def _connect(controller: ControllerThread) -> None:
+        controller.call(controller.ctl.start())
+        controller.call(asyncio.wait_for(controller.ctl.ready.wait(), 30))
+
+    def _restart_controllers(self, plans: list[SwitchPlan], controllers: list[ControllerThread],
+                             start: float) -> None:
+        """Each controller killed and started again from its state file; the recorders
+        follow the new one. Said in controller_restarts.json: a controller that had to
+        push the program (counters and AQM state from zero) disturbed the run."""
+        restarts = []
+        for k, plan in enumerate(plans):
+            killed = time.monotonic() - start
+            with GUARD.deferred():
+                controllers[k].crash()
+                controllers[k] = self._controller(plan)
+            self._connect(controllers[k])
+            self._recorders[k].follow(controllers[k])
+            connection = [e.message for e in controllers[k].ctl.events
+                          if e.source == "switch" and "connected to " in e.message][-1]
+            restarts.append({"switch": plan.node.name, "killed": killed,
+                             "back": time.monotonic() - start,
+                             "adopted": "adopted the program it runs" in connection,
+                             "connection": connection})
+            if not restarts[-1]["adopted"]:
+                LOG.warning("%s's controller came back at %.2f s without the switch's state "
+                            "(%s): this run is disturbed", plan.node.name,
+                            restarts[-1]["back"], connection)
+        (self.folder / "controller_restarts.json").write_text(json.dumps(restarts, indent=1))
+        LOG.info("controllers restarted at %.2f s: %s", restarts[0]["killed"],
+                 "adopted" if all(r["adopted"] for r in restarts) else "DISTURBED")
 
     def _check_delay(self, topo) -> None:
         """Ping senders to receivers; refuse to run when the RTT is below the configured one
@@ -511,6 +590,7 @@ class Run:
         pending.sort(key=lambda p: p[0])
         steps, stepped = list(spec.rate_steps), []
         aqm_pending = spec.aqm_from > 0
+        restart_pending = self.controller_restart_at is not None
         while pending or any(c.poll() is None for c in clients):
             now = time.monotonic() - start
             while pending and pending[0][0] <= now:
@@ -533,6 +613,9 @@ class Run:
             if aqm_pending and spec.aqm_from <= now:
                 self._install_aqm(plans, controllers, start)
                 aqm_pending = False
+            if restart_pending and self.controller_restart_at <= now:
+                self._restart_controllers(plans, controllers, start)
+                restart_pending = False
             if now > spec.duration + GRACE and not stopped_late:
                 # iperf3 needs its control connection to end a test; across a congested
                 # link that can take long. Interrupted, it still writes what it measured.
