@@ -8,9 +8,19 @@ side by side (before/after a change). --profiles measures each case also on the 
 profile of its one algorithm (control_plane/profiles.py; no AQM on the profile "none"),
 beside "all"; with a list, only those algorithms' cases (and with --compare, on the older
 revision's profiles too). A peer whose commands name the algorithm it runs
-(`# algorithm: codel`) is set head to head against ours on "all" and on that profile."""
+(`# algorithm: codel`) is set head to head against ours on "all" and on that profile.
+
+Everything it starts (switches, namespaces, senders, aqmctl) and its work folder are gone
+when it ends, also on Ctrl-C or SIGTERM at any moment: then one line on stderr says what
+it was doing and what it stopped (tests/test_interrupt.py)."""
 
 from __future__ import annotations
+
+from topologies.cleanup import GUARD, Interrupted, running_children
+
+if __name__ == "__main__":
+    # Before the slow imports below: a signal during them waits until main() can answer.
+    GUARD.install(held=True)
 
 import argparse
 import json
@@ -18,6 +28,7 @@ import logging
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import re
@@ -29,16 +40,17 @@ import finsy as fy
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import control, dataplane, instructions, profile, transport
-from benchmarks.dataplane import Case
-from control_plane import toolchain
+from benchmarks import control, dataplane, instructions, phase, profile, transport
+from benchmarks.dataplane import Case, compile_apart
+from control_plane import bmv2, toolchain
 from control_plane.algorithms.base import Link
 from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn, Newque, Pi,
                               Pi2, Pie, Red, RedEcn, Rem)
-from control_plane.build import REPO, Artifacts, compile_program
+from control_plane.build import REPO, Artifacts
 from control_plane.profiles import ALL, NEEDS, NO_AQM, Profile
 from control_plane.values import ConfigError
 from experiments.runner import tool_versions
+from topologies import netns
 
 console = Console(width=None if sys.stdout.isatty() else 150)
 # Capacity against the one-table program that every AQM should reach: above the 0.78-0.81
@@ -140,9 +152,32 @@ def machine() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run, and answer SIGINT and SIGTERM by stopping everything (one line says what)."""
+    GUARD.install()
+    work = dataplane.scratch()
+    GUARD.describe = lambda: [*running_children(),
+                              *(f"namespace {name}" for name in sorted(netns.MADE))]
+    try:
+        with GUARD.interruptible():
+            return run(argv, work)
+    except Interrupted as stop:
+        with GUARD.deferred():
+            left = bmv2.stop_running() + [f"namespace {n}" for n in netns.delete_left()]
+            stopped = GUARD.running + [what for what in left if what not in GUARD.running]
+            print(f"benchmarks: interrupted during {stop.where}; stopped "
+                  f"{', '.join(stopped) or 'nothing (nothing was running)'}; its work folder "
+                  f"{work} removed; no results written", file=sys.stderr)
+        return stop.status
+    finally:
+        with GUARD.deferred():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run(argv: list[str] | None, work: Path) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
-    parser.add_argument("--quick", action="store_true", help="64 B only, no sweeps, 20 s loops")
+    parser.add_argument("--quick", action="store_true",
+                        help="64 B only, no sweeps, 20 s loops, 10 runs of each aqmctl command")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--instructions-only", action="store_true",
                       help="only the instruction counts (no CPU time, control plane, transport)")
@@ -154,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", metavar="FOLDER", type=Path,
                         help="other compiled programs to measure: NAME.json, NAME.p4info.txtpb, "
                              "NAME.p4info.bin and NAME.commands (simple_switch_CLI) each")
+    parser.add_argument("--build", metavar="FOLDER", type=Path,
+                        help="measure this compiled program (make build's build/) instead "
+                             "of compiling p4src/")
     parser.add_argument("--profiles", metavar="ALGORITHMS", nargs="?", const=ALL,
                         help="also run each case on its algorithm's one-algorithm build "
                              "profile (case@profile); a list (red,codel,none) keeps only "
@@ -169,21 +207,31 @@ def main(argv: list[str] | None = None) -> int:
     def chosen_cases(quick: bool) -> list[Case]:
         listed = cases(quick, peers)
         return listed if args.profiles is None else with_profiles(listed, chosen)
+    # Warnings until an interruption, whose one line is then all stderr gets.
     logging.basicConfig(level=logging.WARNING)
+    logging.getLogger().handlers[0].addFilter(lambda record: GUARD.received is None)
     logging.getLogger("finsy").setLevel(logging.ERROR)
     missing = toolchain.missing("p4c", "simple_switch_grpc", "simple_switch_CLI")
     if missing or os.geteuid() != 0:
         console.print(f"[red]benchmarks need the P4 toolchain and root: {missing or 'not root'}")
         return 2
     started = time.monotonic()
-    work = dataplane.scratch()
-    artifacts = {"p4aqm": compile_program(work / "p4aqm"),
-                 "trivial": dataplane.compile_trivial(work / "trivial")}
+    if args.build:
+        artifacts = {"p4aqm": Artifacts.in_folder(args.build)}
+        if not artifacts["p4aqm"].exist():
+            parser.error(f"--build {args.build}: no compiled program there (make build)")
+    else:
+        phase("compiling p4aqm")
+        artifacts = {"p4aqm": compile_apart(work / "p4aqm")}
+    if not args.control_only:
+        phase("compiling the trivial program")
+        artifacts["trivial"] = dataplane.compile_trivial(work / "trivial")
     peers = load_peers(args.peers, artifacts) if args.peers else {}
     profiles = sorted({c.profile for c in chosen_cases(args.quick)} - {ALL})
     for name in profiles:
-        artifacts[f"p4aqm@{name}"] = compile_program(work / f"p4aqm@{name}",
-                                                     profile=Profile.parse(name))
+        phase(f"compiling profile {name}")
+        artifacts[f"p4aqm@{name}"] = compile_apart(work / f"p4aqm@{name}",
+                                                   profile=Profile.parse(name))
     # The older revision's programs under the same keys: "all" and the same profiles.
     base = ({f"p4aqm@{name}" if name != ALL else "p4aqm": compile_revision(
                 args.compare, work / "base" / name, Profile.parse(name))
@@ -196,9 +244,11 @@ def main(argv: list[str] | None = None) -> int:
                       "loss_free": dataplane.LOSS_FREE, "source": "tcpreplay --pps"}}
 
     if args.control_only:
-        doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
+        doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0,
+                                     10 if args.quick else 30)
         return finish(doc, args.out, started)
     if not args.instructions_only:
+        phase("the traffic source's ceiling")
         probe = dataplane.make_pcap(work, Case("probe", "trivial"))
         doc["source_ceiling_pps"] = dataplane.source_ceiling(work, probe)
         console.print(f"traffic source ceiling: {doc['source_ceiling_pps']:.0f} packets/s")
@@ -222,13 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         console.print("[yellow]no BMv2 with logging macros: no trace profile")
     if not args.instructions_only:
-        doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0)
+        doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0,
+                                     10 if args.quick else 30)
+        phase("transport")
         doc["transport"] = transport.run(work, 5.0 if args.quick else 15.0)
     return finish(doc, args.out, started)
 
 
 def finish(doc: dict, out: Path, started: float) -> int:
     """The JSON document written, the tables printed."""
+    phase("writing the results")
     doc["elapsed_s"] = time.monotonic() - started
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -327,13 +380,15 @@ def compile_revision(revision: str, folder: Path, profile: Profile) -> Artifacts
     if archive.returncode != 0:
         raise SystemExit(f"--compare {revision}: {archive.stderr.decode().strip()}")
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    return compile_program(folder / "build", folder / "p4src" / "main.p4", profile=profile)
+    phase(f"compiling {revision}'s {profile.name}")
+    return compile_apart(folder / "build", folder / "p4src" / "main.p4", profile=profile)
 
 
 def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
              ceiling: float) -> list[dict]:
     results = []
     for case in all_cases:
+        phase(f"data plane: {case.name}")
         result = dataplane.measure(case, artifacts, work, ceiling)
         trials = result["cpu_us_per_packet_trials"]
         # Half the range of the three trials, against their median.
@@ -359,6 +414,7 @@ def count_instructions(all_cases: list[Case], artifacts: dict[str, Artifacts],
                        work: Path) -> dict[str, dict]:
     counted = {}
     for case in all_cases:
+        phase(f"instructions: {case.name}")
         counted[case.name] = instructions.measure(
             case.name, work, (1, 2), dataplane.frames(case) * instructions.PACKETS,
             programmer(case, artifacts), case.priority_queues)
@@ -372,9 +428,12 @@ def count_instructions(all_cases: list[Case], artifacts: dict[str, Artifacts],
 
 def profile_cases(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
                   binary: Path) -> dict[str, dict]:
-    return {case.name: profile.measure(case.name, work, binary, dataplane.frames(case),
-                                       programmer(case, artifacts), case.priority_queues)
-            for case in all_cases}
+    traced = {}
+    for case in all_cases:
+        phase(f"trace profile: {case.name}")
+        traced[case.name] = profile.measure(case.name, work, binary, dataplane.frames(case),
+                                            programmer(case, artifacts), case.priority_queues)
+    return traced
 
 
 def print_tables(doc: dict) -> None:
@@ -520,4 +579,8 @@ def print_control(doc: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # All is stopped: a signal now would only change the exit status.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+    sys.exit(status)

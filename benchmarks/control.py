@@ -20,6 +20,8 @@ from control_plane.controller import Controller, LoopSpec, PortView, Route
 from control_plane.dataplane import Ecn
 from control_plane.golden import Arrival, PortModel
 from control_plane.switch import AqmSwitch
+from benchmarks import phase
+from topologies.cleanup import GUARD, run_interruptible
 from topologies.testbed import Testbed
 
 GW_MAC, HOST_MAC = "02:00:00:00:01:fe", "02:00:00:00:02:02"
@@ -57,6 +59,58 @@ async def p4runtime_latency(address: str, artifacts: Artifacts, ports, n: int = 
             "read_one_counter": latency_summary(reads)}
 
 
+async def loop_periods(bed: Testbed, ctl: Controller, seconds: float,
+                       stop: threading.Event) -> dict:
+    """Each loop's period error over `seconds` of light traffic."""
+    # Built before the clock starts: scapy takes seconds for this many frames, and in the
+    # event loop that would stall the loops being measured.
+    frames = await asyncio.to_thread(udp_frames, int(400 * seconds), [2, 3])
+    await asyncio.sleep(1.0)
+    for port in (2, 3):   # steady state only: not the ticks that waited for the first push
+        ctl.ports[port].loop_ticks.clear()
+    sender = asyncio.create_task(asyncio.to_thread(paced_sender, bed, frames, 400.0, stop))
+    await asyncio.sleep(seconds)
+    stop.set()
+    await sender
+    loops = {}
+    for port, interval in ((2, 0.5), (3, 0.05)):
+        ticks = list(ctl.ports[port].loop_ticks)
+        errors = [abs((b - a) - interval) * 1000 for a, b in zip(ticks, ticks[1:])]
+        drift = (ticks[-1] - ticks[0]) - interval * (len(ticks) - 1)
+        loops[f"{interval}s"] = {"ticks": len(ticks), "mean_error_ms": statistics.mean(errors),
+                                 "worst_error_ms": max(errors), "drift_ms": drift * 1000}
+    return loops
+
+
+async def telemetry_delivery(bed: Testbed, ctl: Controller, interval: float, pps: float,
+                             secs: float, stop: threading.Event) -> dict:
+    """Records delivered of those exported, at an export interval, under `pps`."""
+    await ctl.set_port(2, None, {"telemetry_interval": str(interval)})
+    records = []
+
+    async def collect():
+        async for rec in ctl.switch.telemetry():
+            if rec.port == 2:
+                records.append(rec)
+
+    frames = await asyncio.to_thread(udp_frames, int(pps * secs), [2])
+    collector = asyncio.create_task(collect())
+    await asyncio.sleep(0.2)
+    seen = (await ctl.switch.read_counters(2)).seen_packets
+    started = time.monotonic()
+    await asyncio.to_thread(paced_sender, bed, frames, pps, stop)
+    elapsed = time.monotonic() - started
+    await asyncio.sleep(1.0)
+    collector.cancel()
+    seen = (await ctl.switch.read_counters(2)).seen_packets - seen
+    seqs = sorted({r.tele_seq for r in records})
+    exported = seqs[-1] - seqs[0] + 1 if seqs else 0
+    return {"offered_pps": seen / elapsed, "export_interval_s": interval,
+            "records_per_s": len(records) / elapsed, "exported": exported,
+            "delivered": len(seqs),
+            "loss_percent": 100.0 * (exported - len(seqs)) / exported if exported else 100.0}
+
+
 def udp_frames(count: int, dst_ports: list[int]) -> list[bytes]:
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
@@ -90,57 +144,24 @@ async def loops_and_telemetry(bed: Testbed, artifacts: Artifacts, seconds: float
                                loop=LoopSpec("ared", interval=interval))
     routes = [Route(f"10.0.{p}.2/32", p, GW_MAC, HOST_MAC) for p in bed.ports]
     ctl = Controller(bed.switch.config.grpc_address, artifacts, ports, routes)
-    await ctl.start()
-    await asyncio.wait_for(ctl.ready.wait(), 30)
-    # Built before the clock starts: scapy takes seconds for this many frames, and in the
-    # event loop that would stall the loops being measured.
-    frames = await asyncio.to_thread(udp_frames, int(400 * seconds), [2, 3])
-    await asyncio.sleep(1.0)
-    for port in (2, 3):   # steady state only: not the ticks that waited for the first push
-        ports[port].loop_ticks.clear()
-    stop = threading.Event()
-    sender = asyncio.create_task(asyncio.to_thread(paced_sender, bed, frames, 400.0, stop))
-    await asyncio.sleep(seconds)
-    stop.set()
-    await sender
-    loops = {}
-    for port, interval in ((2, 0.5), (3, 0.05)):
-        ticks = list(ports[port].loop_ticks)
-        errors = [abs((b - a) - interval) * 1000 for a, b in zip(ticks, ticks[1:])]
-        drift = (ticks[-1] - ticks[0]) - interval * (len(ticks) - 1)
-        loops[f"{interval}s"] = {"ticks": len(ticks), "mean_error_ms": statistics.mean(errors),
-                                 "worst_error_ms": max(errors), "drift_ms": drift * 1000}
+    senders: list[threading.Event] = []     # each sender's stop, set also when cancelled
 
-    telemetry = {}
-    for label, interval, pps, secs in (("1ms export", 0.001, 2000.0, 5.0),
-                                       ("every packet", 0.0, 2000.0, 5.0)):
-        await ctl.set_port(2, None, {"telemetry_interval": str(interval)})
-        records = []
-
-        async def collect():
-            async for rec in ctl.switch.telemetry():
-                if rec.port == 2:
-                    records.append(rec)
-
-        frames = await asyncio.to_thread(udp_frames, int(pps * secs), [2])
-        collector = asyncio.create_task(collect())
-        await asyncio.sleep(0.2)
-        stop = threading.Event()
-        seen = (await ctl.switch.read_counters(2)).seen_packets
-        started = time.monotonic()
-        await asyncio.to_thread(paced_sender, bed, frames, pps, stop)
-        elapsed = time.monotonic() - started
-        await asyncio.sleep(1.0)
-        collector.cancel()
-        seen = (await ctl.switch.read_counters(2)).seen_packets - seen
-        seqs = sorted({r.tele_seq for r in records})
-        exported = seqs[-1] - seqs[0] + 1 if seqs else 0
-        telemetry[label] = {"offered_pps": seen / elapsed, "export_interval_s": interval,
-                            "records_per_s": len(records) / elapsed,
-                            "exported": exported, "delivered": len(seqs),
-                            "loss_percent": 100.0 * (exported - len(seqs)) / exported
-                            if exported else 100.0}
-    await ctl.stop()
+    def sending() -> threading.Event:
+        senders.append(threading.Event())
+        return senders[-1]
+    try:
+        await ctl.start()
+        await asyncio.wait_for(ctl.ready.wait(), 30)
+        loops = await loop_periods(bed, ctl, seconds, sending())
+        telemetry = {}
+        for label, interval, pps, secs in (("1ms export", 0.001, 2000.0, 5.0),
+                                           ("every packet", 0.0, 2000.0, 5.0)):
+            telemetry[label] = await telemetry_delivery(bed, ctl, interval, pps, secs,
+                                                        sending())
+    finally:
+        for stop in senders:
+            stop.set()
+        await ctl.stop()
     return {"loop_period": loops, "telemetry": telemetry}
 
 
@@ -169,20 +190,21 @@ def cli_latency(workdir: Path, artifacts: Artifacts, aqmctl: Path = AQMCTL,
                           '[[port]]\nport = 1\nlink_pps = 5000\n'
                           '[[port]]\nport = 2\nlink_pps = 500\nalgorithm = "red_ecn"\n')
         sock = folder / "aqm.sock"
-        with open(folder / "serve.log", "w") as log:
+        with open(folder / "serve.log", "w") as log, GUARD.deferred():
             serve = subprocess.Popen([str(aqmctl), "--socket", str(sock), "serve", str(config)],
                                      stdout=log, stderr=subprocess.STDOUT)
             try:
-                connected(aqmctl, sock, limit=30.0)
-                out = {}
-                for name, args in CLI_COMMANDS.items():
-                    seconds = []
-                    for k in range(n):
-                        start = time.perf_counter()
-                        subprocess.run([str(aqmctl), "--socket", str(sock), *args(k)],
-                                       capture_output=True, check=True, timeout=30)
-                        seconds.append(time.perf_counter() - start)
-                    out[name] = latency_summary(seconds)
+                with GUARD.interruptible():      # the server is recorded: stopped below
+                    connected(aqmctl, sock, limit=30.0)
+                    out = {}
+                    for name, args in CLI_COMMANDS.items():
+                        seconds = []
+                        for k in range(n):
+                            start = time.perf_counter()
+                            subprocess.run([str(aqmctl), "--socket", str(sock), *args(k)],
+                                           capture_output=True, check=True, timeout=30)
+                            seconds.append(time.perf_counter() - start)
+                        out[name] = latency_summary(seconds)
             finally:
                 serve.terminate()
                 serve.wait(10)
@@ -213,11 +235,15 @@ def golden_model_speed(n: int = 200_000) -> dict:
     return {"packets": n, "packets_per_s": n / elapsed}
 
 
-def run(workdir: Path, artifacts: Artifacts, loop_seconds: float) -> dict:
+def run(workdir: Path, artifacts: Artifacts, loop_seconds: float, cli_runs: int = 30) -> dict:
+    phase("control plane: P4Runtime latency")
     with Testbed(workdir=workdir / "control", ports=(1, 2, 3), log_level="off") as bed:
-        latency = asyncio.run(p4runtime_latency(bed.switch.config.grpc_address, artifacts,
-                                                bed.ports))
+        latency = run_interruptible(p4runtime_latency(bed.switch.config.grpc_address,
+                                                      artifacts, bed.ports))
+    phase("control plane: aqmctl's latency")
+    cli = cli_latency(workdir, artifacts, n=cli_runs)
+    phase("control plane: loops and telemetry")
     with Testbed(workdir=workdir / "loops", ports=(1, 2, 3), log_level="off") as bed:
-        loops = asyncio.run(loops_and_telemetry(bed, artifacts, loop_seconds))
-    return {"p4runtime": latency, **loops, "cli": cli_latency(workdir, artifacts),
-            "golden_model": golden_model_speed()}
+        loops = run_interruptible(loops_and_telemetry(bed, artifacts, loop_seconds))
+    phase("control plane: the golden model")
+    return {"p4runtime": latency, **loops, "cli": cli, "golden_model": golden_model_speed()}

@@ -12,9 +12,11 @@ rate. The source's own ceiling is measured into a bare veth.
 
 from __future__ import annotations
 
-import asyncio
+import os
 import re
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -27,9 +29,10 @@ from scapy.utils import wrpcap
 
 from control_plane.algorithms.base import Link
 from control_plane.aqm import Aqm, PortConfig
-from control_plane.build import Artifacts
-from control_plane.profiles import ALL
+from control_plane.build import MAIN_P4, REPO, Artifacts, CompileError
+from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from control_plane.switch import AqmSwitch
+from topologies.cleanup import GUARD, run_interruptible
 from topologies.netns import NetNS, veth_pair
 from topologies.testbed import Testbed
 
@@ -157,7 +160,7 @@ def measure(case: Case, artifacts: dict[str, Artifacts], workdir: Path,
     ports = tuple(range(1, case.egress_ports + 2))
     with Testbed(workdir=workdir / case.name, ports=ports, log_level="off",
                  priority_queues=case.priority_queues) as bed:
-        asyncio.run(program_switch(bed, case, artifacts))
+        run_interruptible(program_switch(bed, case, artifacts))
         pcap = make_pcap(workdir, case)
         tx = bed.iface("h", 1)
         outs = [bed.iface("h", p) for p in ports[1:]]
@@ -204,8 +207,32 @@ def measure(case: Case, artifacts: dict[str, Artifacts], workdir: Path,
 
 
 def compile_trivial(folder: Path) -> Artifacts:
-    from control_plane.build import compile_program
-    return compile_program(folder, Path(__file__).with_name("trivial.p4"))
+    return compile_apart(folder, Path(__file__).with_name("trivial.p4"))
+
+
+def compile_apart(out: Path, source: Path = MAIN_P4, profile: Profile = ALL_PROFILE) -> Artifacts:
+    """control_plane.build.compile_program in a process group of its own, ended whole if
+    the benchmark is interrupted (p4c's driver runs the preprocessor and the compiler as
+    processes of their own, which outlive it)."""
+    code = ("import sys; from pathlib import Path; from control_plane.build import "
+            "compile_program; from control_plane.profiles import Profile; "
+            "print(compile_program(Path(sys.argv[1]), Path(sys.argv[2]), "
+            "profile=Profile.parse(sys.argv[3])).bmv2_json)")
+    with GUARD.deferred():
+        build = subprocess.Popen([sys.executable, "-c", code, str(out), str(source),
+                                  profile.listed], cwd=REPO, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            with GUARD.interruptible():
+                printed, err = build.communicate()
+        finally:
+            if build.returncode is None:
+                os.killpg(build.pid, signal.SIGKILL)
+                build.wait()
+    if build.returncode != 0:
+        raise CompileError(err.strip().splitlines()[-1] if err.strip() else
+                           f"compiling {source} failed ({build.returncode})")
+    return Artifacts.in_folder(out, Path(printed.strip()).stem)
 
 
 def scratch() -> Path:

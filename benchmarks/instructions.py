@@ -13,13 +13,13 @@ metadata fields and headers, against what the program's parser, tables and depar
 
 from __future__ import annotations
 
-import asyncio
 import re
 import subprocess
 import time
 from pathlib import Path
 from typing import Awaitable, Callable
 
+from topologies.cleanup import run_interruptible
 from topologies.testbed import Testbed
 
 PACKETS = 300
@@ -123,7 +123,7 @@ def measure(name: str, workdir: Path, ports: tuple[int, ...], frames: list[bytes
     wrapper = (*VALGRIND, f"--callgrind-out-file={out}.%p")
     with Testbed(workdir=workdir / name, ports=ports, log_level="off", wrapper=wrapper,
                  ready_timeout=180.0, priority_queues=priority_queues) as bed:
-        asyncio.run(program(bed))
+        run_interruptible(program(bed))
         pid = bed.switch.pid
         _control(pid, "-i", "on")
         tx, rxs = bed.port(1), [bed.port(p) for p in ports[1:]]

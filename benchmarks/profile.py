@@ -9,13 +9,13 @@ whichever one the rest of the benchmark uses.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Awaitable, Callable
 
+from topologies.cleanup import run_interruptible
 from topologies.testbed import Testbed
 
 PACKETS = 12
@@ -56,7 +56,7 @@ def measure(name: str, workdir: Path, binary: Path, frames: list[bytes],
     """Trace PACKETS paced frames through one configuration and count its shape."""
     with Testbed(workdir=workdir / name, ports=(1, 2), log_level="trace",
                  binary=binary, priority_queues=priority_queues) as bed:
-        asyncio.run(program(bed))
+        run_interruptible(program(bed))
         rx = bed.port(2)
         rx.drain()
         for k in range(PACKETS):

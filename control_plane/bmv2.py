@@ -94,7 +94,9 @@ def end_group(leader: subprocess.Popen, first: signal.Signals, timeout: float) -
 
 @dataclass
 class Bmv2Switch:
-    """A simple_switch_grpc process we started; stop() ends exactly that process."""
+    """A simple_switch_grpc process we started; stop() ends exactly that process. The
+    switches this process started and has not stopped are in RUNNING, by PID: what an
+    interrupted command ends before it exits (stop_running)."""
 
     config: Bmv2Config
     process: subprocess.Popen | None = field(default=None, init=False)
@@ -106,6 +108,7 @@ class Bmv2Switch:
         self.process = subprocess.Popen(
             [*self.config.enter_netns, *self.config.wrapper, *self.config.command()],
             stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True)
+        RUNNING[self.process.pid] = self
         stdout.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -130,7 +133,11 @@ class Bmv2Switch:
         if self.process is None:
             return
         end_group(self.process, signal.SIGTERM, timeout)
+        RUNNING.pop(self.process.pid, None)
         self.process = None
+
+    def __str__(self) -> str:
+        return f"simple_switch_grpc (pid {self.pid})"
 
     def runtime_cli(self, commands: list[str], timeout: float = 30.0) -> str:
         """Run commands through simple_switch_CLI (Thrift) inside the switch's namespace."""
@@ -165,6 +172,17 @@ class Bmv2Switch:
             if path.exists():
                 text += path.read_text(errors="replace")[-1500:]
         return text.strip() or "(no output)"
+
+
+RUNNING: dict[int, Bmv2Switch] = {}
+
+
+def stop_running() -> list[str]:
+    """Stop the switches this process started and has not stopped; what they were."""
+    stopped = [str(switch) for switch in RUNNING.values()]
+    for switch in list(RUNNING.values()):
+        switch.stop()
+    return stopped
 
 
 @dataclass(frozen=True)

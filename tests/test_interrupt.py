@@ -1,12 +1,15 @@
-"""Interrupting `python -m experiments run` (issue 14): SIGINT or SIGTERM at any moment ends
-it with one line on stderr that says what was interrupted and where the finished runs are,
-a non-zero status, and nothing of the run's left: no process it started, no network
-namespace it made (Mininet's are unnamed and take their interfaces with them) and no
-interface of its names in ours.
+"""Interrupting `python -m experiments run` (issue 14) and `python -m benchmarks` (issue 41):
+SIGINT or SIGTERM at any moment ends it with one line on stderr that says what was
+interrupted (and where the finished runs are, or what was stopped), a non-zero status, and
+nothing of it left: no process it started, no network namespace it made (Mininet's are
+unnamed and take their interfaces with them; the benchmark's are named), no interface of
+its names in ours, no work folder.
 
-Each case runs the catalog's `smoke` experiment (two 6 s runs) as a subprocess, waits for a
-phase in the run.log it writes, signals it, and compares what was running before with
-what is left after. Every wait has a deadline."""
+Each experiment case runs the catalog's `smoke` experiment (two 6 s runs) as a
+subprocess, waits for a phase in the run.log it writes, signals it, and compares what was
+running before with what is left after; each benchmark case runs the control plane's
+benchmark (or the data plane's, --quick) on the session's build and waits for a phase it
+prints. Every wait has a deadline."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,24 +71,38 @@ class Seen:
     netns: str
 
 
+def named_namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def bench_folders() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("p4aqm-bench-*"))
+
+
 @dataclass
-class Experiment:
-    """`python -m experiments run smoke` in a subprocess, its descendants sampled as it runs."""
+class Command:
+    """A command in a subprocess, its descendants sampled as it runs."""
 
     out: Path
     options: tuple[str, ...] = ()
     seen: dict[int, Seen] = field(default_factory=dict)
 
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def phases(self) -> list[str]:
+        raise NotImplementedError
+
     def __post_init__(self) -> None:
         self.interfaces_before = root_interfaces()
-        self.stdout = open(self.out / "stdout.txt", "w")
+        self.stdout_path = self.out / "stdout.txt"
+        self.stdout = open(self.stdout_path, "w")
         self.stderr_path = self.out / "stderr.txt"
         self.stderr = open(self.stderr_path, "w")
         # A process group of its own, as a shell's job: a "terminal" Ctrl-C reaches it all.
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "experiments", "run", "smoke", "--out", str(self.out),
-             *self.options],
-            cwd=REPO, stdout=self.stdout, stderr=self.stderr, process_group=0)
+        self.proc = subprocess.Popen(self.argv(), cwd=REPO, stdout=self.stdout,
+                                     stderr=self.stderr, process_group=0)
 
     def sample(self) -> None:
         children: dict[int, list[int]] = {}
@@ -109,17 +127,6 @@ class Experiment:
                 except OSError:
                     pass
 
-    def folder(self) -> Path | None:
-        logs = list(self.out.glob("smoke/*/run.log"))
-        return logs[0].parent if logs else None
-
-    def phases(self) -> list[str]:
-        folder = self.folder()
-        if folder is None:
-            return []
-        return [line.split(" INFO ", 1)[1] for line in (folder / "run.log").read_text()
-                .splitlines() if " p4aqm.run INFO " in line]
-
     def wait_for(self, phase: str) -> None:
         """Samples the run's processes until run.log names `phase`."""
         deadline = time.monotonic() + PHASE_TIMEOUT
@@ -128,6 +135,17 @@ class Experiment:
                 f"the run ended ({self.proc.returncode}) before {phase!r}: {self.phases()}\n"
                 f"{self.stderr_path.read_text()[-3000:]}")
             assert time.monotonic() < deadline, f"no {phase!r} in {PHASE_TIMEOUT:g} s"
+            self.sample()
+            time.sleep(0.02)
+
+    def wait_for_process(self, program: str) -> None:
+        """Samples the run's processes until a new one runs `program`."""
+        deadline = time.monotonic() + PHASE_TIMEOUT
+        before = set(self.seen)
+        while not any(program in seen.command for pid, seen in self.seen.items()
+                      if pid not in before):
+            assert self.proc.poll() is None, self.stderr_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"no {program} in {PHASE_TIMEOUT:g} s"
             self.sample()
             time.sleep(0.02)
 
@@ -176,6 +194,25 @@ class Experiment:
         self.stderr.close()
 
 
+class Experiment(Command):
+    """`python -m experiments run smoke`."""
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "experiments", "run", "smoke", "--out", str(self.out),
+                *self.options]
+
+    def folder(self) -> Path | None:
+        logs = list(self.out.glob("smoke/*/run.log"))
+        return logs[0].parent if logs else None
+
+    def phases(self) -> list[str]:
+        folder = self.folder()
+        if folder is None:
+            return []
+        return [line.split(" INFO ", 1)[1] for line in (folder / "run.log").read_text()
+                .splitlines() if " p4aqm.run INFO " in line]
+
+
 @pytest.fixture
 def experiment(can_run, tmp_path):
     e = Experiment(tmp_path)
@@ -183,7 +220,7 @@ def experiment(can_run, tmp_path):
     e.close()
 
 
-def assert_nothing_left(e: Experiment) -> None:
+def assert_nothing_left(e: Command) -> None:
     assert e.seen, "no process of the run was seen"
     # Orphans such as Python's resource tracker end on their own once they see their
     # parent's pipe close; a bounded moment for that, then anything left is a leak.
@@ -198,12 +235,22 @@ def assert_nothing_left(e: Experiment) -> None:
     assert not made, f"interfaces of the run left in the root namespace: {made}"
 
 
-def assert_one_line(e: Experiment) -> re.Match:
+def assert_gone(names: set[str]) -> None:
+    """Named namespaces the run made (other people's tests make theirs meanwhile: only
+    these are looked for), and the interfaces of their testbeds (aq<tag>...)."""
+    left = names & named_namespaces()
+    assert not left, f"namespaces of the run left: {left}"
+    tags = {re.sub(r"^p4aqm-([0-9a-f]+)-\w+$", r"aq\1", name) for name in names}
+    veths = {name for name in root_interfaces() if any(name.startswith(t) for t in tags)}
+    assert not veths, f"interfaces of the run left in the root namespace: {veths}"
+
+
+def assert_one_line(e: Command, line: re.Pattern = LINE) -> re.Match:
     stderr = e.stderr_path.read_text()
     assert "Traceback" not in stderr, stderr[-3000:]
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert lines, "nothing on stderr"
-    match = LINE.fullmatch(lines[-1])
+    match = line.fullmatch(lines[-1])
     assert match, f"last line on stderr: {lines[-1]!r}"
     return match
 
@@ -272,3 +319,96 @@ def test_between_runs_the_line_names_the_finished_run_and_the_command_finishes_t
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "1 runs done, 1 to go" in resumed.stdout
     assert (folder / "red_ecn.s1" / "metrics.json").is_file()
+
+
+# ----- python -m benchmarks ------------------------------------------------------------------
+
+BENCH_LINE = re.compile(r"benchmarks: interrupted during (?P<where>[^;]+); stopped "
+                        r"(?P<stopped>[^;]+); its work folder (?P<work>\S+) removed; no "
+                        r"results written")
+
+
+@dataclass
+class Benchmark(Command):
+    """`python -m benchmarks` on the session's build."""
+
+    build: Path | None = None
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "benchmarks", "--out", str(self.out / "results"),
+                "--build", str(self.build), *self.options]
+
+    def phases(self) -> list[str]:
+        return [line.removeprefix("benchmarks: ") for line in
+                self.stdout_path.read_text().splitlines() if line.startswith("benchmarks: ")]
+
+
+@pytest.fixture
+def benchmark(can_start_switch, artifacts, tmp_path):
+    folders = bench_folders()
+    made: list[Benchmark] = []
+
+    def start(*options: str) -> Benchmark:
+        made.append(Benchmark(tmp_path, options, build=artifacts.bmv2_json.parent))
+        return made[-1]
+    yield start
+    for b in made:
+        b.close()
+    assert bench_folders() == folders, "a benchmark's work folder was left"
+
+
+@pytest.mark.parametrize("moment", [
+    # The issue's case: SIGTERM (a CI limit, a closed terminal) with a switch running.
+    pytest.param(Moment("control plane: P4Runtime latency", 1.0, signal.SIGTERM),
+                 id="p4runtime-sigterm"),
+    # The controller's loops, the sender's thread: a terminal's Ctrl-C.
+    pytest.param(Moment("control plane: loops and telemetry", 2.0, signal.SIGINT, group=True),
+                 id="loops-ctrl-c-to-the-group"),
+    # aqmctl serve, a process of its own; SIGINT again and again through the clean-up.
+    pytest.param(Moment("control plane: aqmctl's latency", 0.5, signal.SIGTERM,
+                        again=signal.SIGINT), id="aqmctl-sigterm-then-ctrl-c"),
+])
+def test_an_interrupted_benchmark_says_what_it_stopped_and_leaves_nothing(benchmark, moment):
+    b = benchmark("--control-only", "--quick")
+    b.wait_for(moment.phase)
+    b.wait_for_process("aqmctl" if "aqmctl" in moment.phase else "simple_switch_grpc")
+    deadline = time.monotonic() + moment.delay
+    while time.monotonic() < deadline:
+        b.sample()
+        time.sleep(0.02)
+    b.sample()
+    if moment.group:
+        os.killpg(b.proc.pid, moment.first)
+    else:
+        b.proc.send_signal(moment.first)
+    assert b.wait_exit(hammer=moment.again) == 128 + moment.first
+    match = assert_one_line(b, BENCH_LINE)
+    assert match["where"] == moment.phase
+    stopped = match["stopped"].split(", ")
+    assert [what for what in stopped if re.fullmatch(r"simple_switch_grpc \(pid \d+\)", what)]
+    if "aqmctl" in moment.phase:
+        assert [what for what in stopped if re.fullmatch(r"aqmctl \(pid \d+\)", what)]
+    namespaces = {what.removeprefix("namespace ") for what in stopped
+                  if what.startswith("namespace p4aqm-")}
+    assert len(namespaces) == 2, stopped
+    assert_nothing_left(b)
+    assert_gone(namespaces)
+
+
+def test_the_data_plane_benchmark_interrupted_with_traffic_leaves_nothing(benchmark):
+    """tcpreplay into the switch, SIGTERM: the sender, the switch and both namespaces go."""
+    b = benchmark("--quick")
+    b.wait_for("data plane: trivial-64B")
+    b.wait_for_process("tcpreplay")
+    b.sample()
+    b.proc.send_signal(signal.SIGTERM)
+    assert b.wait_exit() == 128 + signal.SIGTERM
+    match = assert_one_line(b, BENCH_LINE)
+    assert match["where"] == "data plane: trivial-64B"
+    stopped = match["stopped"].split(", ")
+    assert [what for what in stopped if what.startswith("simple_switch_grpc (pid")], stopped
+    assert [what for what in stopped if what.startswith("tcpreplay (pid")], stopped
+    assert_nothing_left(b)
+    assert_gone({what.removeprefix("namespace ") for what in stopped
+                 if what.startswith("namespace ")})
+

@@ -4,7 +4,11 @@ GUARD turns the first signal into `Interrupted`, raised in the main thread, exce
 `GUARD.deferred()` sections (starting a process and recording it, making a node or a link,
 tearing down): there the signal is noted and raised when the section ends. Later signals
 are only noted, so a second Ctrl-C never cuts a clean-up short. Until `GUARD.install()`,
-signals keep Python's default handling and the sections change nothing.
+signals keep Python's default handling and the sections change nothing. Inside asyncio,
+`run_interruptible` turns the signal into the cancellation of the coroutine (its own
+clean-up runs: sessions closed, switches stopped) and then raises `Interrupted`.
+`GUARD.describe`, if set, says what is running; what it said when the signal came is
+`GUARD.running` (what the interrupted command then stopped).
 
 A Mininet node is a network namespace that lives as long as a process is in it; its
 interfaces go with it. `stop_namespaces` ends, by PID, whatever is still in a run's
@@ -14,12 +18,16 @@ the fork and the return.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 LOG = logging.getLogger("p4aqm.cleanup")
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -44,19 +52,28 @@ class SignalGuard:
         self.received: Interrupted | None = None
         self.raised = False
         self.depth = 0                   # nested deferred sections
+        self.installed = False
+        self.describe: Callable[[], list[str]] = list    # what runs now, for the message
+        self.running: list[str] = []     # what describe() said when the signal came
 
     def install(self, held: bool = False) -> None:
         """held: as if in a deferred section until an interruptible() one (for a program
         still importing what answers the signal)."""
         self.depth += held
+        self.installed = True
         for signum in SIGNALS:
             signal.signal(signum, self._handle)
 
     def _handle(self, signum: int, frame: object) -> None:
-        if self.received is None:
-            self.received = Interrupted(signum, self.where)
+        self.notice(signum)
         if self.depth == 0:
             self._raise_once()
+
+    def notice(self, signum: int) -> None:
+        """A signal noted (the first one is the one raised), and what ran when it came."""
+        if self.received is None:
+            self.received = Interrupted(signum, self.where)
+            self.running = self.describe()
 
     def _raise_once(self) -> None:
         if self.received is not None and not self.raised:
@@ -87,6 +104,35 @@ class SignalGuard:
 
 
 GUARD = SignalGuard()
+
+
+def run_interruptible(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run(coro), interrupted like the rest of the program once GUARD is
+    installed: the first SIGINT or SIGTERM cancels coro (so its `finally` and `async with`
+    clean up, in the loop) and is then raised as Interrupted. GUARD's handlers are back
+    afterwards."""
+    if not GUARD.installed:
+        return asyncio.run(coro)
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for signum in SIGNALS:
+            loop.add_signal_handler(signum, lambda s=signum: (GUARD.notice(s), task.cancel()))
+        try:
+            return await coro
+        finally:
+            for signum in SIGNALS:
+                loop.remove_signal_handler(signum)
+            GUARD.install()
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if GUARD.received is None:
+            raise
+        GUARD.raised = True
+        raise GUARD.received from None
 
 
 def netns_of(pid: int) -> str:
@@ -141,3 +187,36 @@ def stop_namespaces(namespaces: set[str], timeout: float = 5.0) -> None:
         else:
             return
     LOG.warning("processes %s outlived SIGKILL in the run's namespaces", processes_in(namespaces))
+
+
+def _program(argv: list[str]) -> str:
+    """What a command line runs, as a person names it: `simple_switch_grpc`, `aqmctl`,
+    `transport` (python -m transport), `tcpreplay`."""
+    words = [w for w in argv if w]
+    if words and os.path.basename(words[0]).startswith("python"):
+        rest = [w for w in words[1:] if not w.startswith("-") or w == "-m"]
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            return rest[1]
+        words = rest or words
+    return os.path.basename(words[0]) if words else "?"
+
+
+def running_children() -> list[str]:
+    """This process's children, each as `program (pid N)`: what an interrupted command
+    stops."""
+    found = []
+    me = str(os.getpid())
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = open(f"{entry.path}/stat").read()
+            fields = stat[stat.rindex(")") + 2:].split()
+            if fields[1] != me or fields[0] == "Z":
+                continue
+            argv = open(f"{entry.path}/cmdline", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        found.append(f"{_program(argv.split(chr(0)))} (pid {entry.name})")
+    return found
+

@@ -1,4 +1,9 @@
-"""Network namespaces and veth pairs made with iproute2, and raw packet ports in them."""
+"""Network namespaces and veth pairs made with iproute2, and raw packet ports in them.
+
+The namespaces this process made and has not deleted are in MADE (made and recorded
+together, a signal waiting until both are done): an interrupted command deletes what is
+left of them (delete_left), and deleting one first ends whatever still runs in it.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+from topologies.cleanup import GUARD, stop_namespaces
+
 T = TypeVar("T")
+# Named namespaces this process made and has not deleted yet.
+MADE: set[str] = set()
 CLONE_NEWNET = 0x40000000
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -32,7 +41,9 @@ class NetNS:
 
     @classmethod
     def create(cls, name: str) -> "NetNS":
-        ip("netns", "add", name)
+        with GUARD.deferred():
+            ip("netns", "add", name)
+            MADE.add(name)
         ns = cls(name)
         ns.exec("ip", "link", "set", "lo", "up")
         for scope in ("all", "default"):
@@ -40,8 +51,17 @@ class NetNS:
         return ns
 
     def delete(self) -> None:
-        """Deleting the namespace also deletes the interfaces inside it."""
-        ip("netns", "delete", self.name)
+        """End whatever still runs inside (SIGTERM, then SIGKILL), then delete the
+        namespace, and with it the interfaces inside it."""
+        with GUARD.deferred():
+            try:
+                identity = f"net:[{os.stat(f'/var/run/netns/{self.name}').st_ino}]"
+            except FileNotFoundError:
+                MADE.discard(self.name)
+                return
+            stop_namespaces({identity})
+            ip("netns", "delete", self.name)
+            MADE.discard(self.name)
 
     def exec(self, *args: str) -> str:
         result = subprocess.run(["ip", "netns", "exec", self.name, *args],
@@ -73,11 +93,23 @@ class NetNS:
         return box["result"]  # type: ignore[return-value]
 
 
+def delete_left() -> list[str]:
+    """Delete the namespaces this process made and has not deleted (an interrupted
+    command's leftovers); their names."""
+    left = sorted(MADE)
+    for name in left:
+        NetNS(name).delete()
+    return left
+
+
 def veth_pair(a: str, ns_a: NetNS, b: str, ns_b: NetNS, mtu: int = 1500) -> None:
-    """A veth pair with end a in ns_a and end b in ns_b, both up and without IPv6."""
-    ip("link", "add", a, "type", "veth", "peer", "name", b)
+    """A veth pair with end a in ns_a and end b in ns_b, both up and without IPv6. Made
+    and moved in one go: a signal in between would leave it in our namespace."""
+    with GUARD.deferred():
+        ip("link", "add", a, "type", "veth", "peer", "name", b)
+        for end, ns in ((a, ns_a), (b, ns_b)):
+            ip("link", "set", end, "netns", ns.name)
     for end, ns in ((a, ns_a), (b, ns_b)):
-        ip("link", "set", end, "netns", ns.name)
         ns.exec("sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1")
         ns.exec("ip", "link", "set", end, "mtu", str(mtu), "up")
 
