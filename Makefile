@@ -63,7 +63,7 @@ build:
 	$(PY) -m control_plane.build --out $(BUILD) --algorithms $(ALGORITHMS)
 endif
 
-$(BUILD)/p4aqm.json: $(P4SRC) control_plane/build.py control_plane/profiles.py
+$(BUILD)/p4aqm.json: $(P4SRC) control_plane/build.py control_plane/profiles.py $(wildcard control_plane/algorithms/*.py)
 	$(PY) -m control_plane.build --out $(BUILD)
 
 ## test: unit tests always; P4 tests when the toolchain is present (skips say why)

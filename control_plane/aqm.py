@@ -15,18 +15,18 @@ from typing import ClassVar, Union
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import auto_thresholds
 from control_plane.dataplane import MAX_DATA_PORT
-from control_plane.algorithms import (ALGORITHMS, Aecn, Blue, Codel, DropTail, DualPi2, Ecnm,
-                                     Mecn, Newque, Pi, Pi2, Pie, Red, RedEcn, Rem)
+from control_plane import algorithms
+from control_plane.algorithms import *  # noqa: F403 (every algorithm's class, by its name)
+from control_plane.algorithms import ALGORITHMS
 from control_plane.algorithms.base import (DEFAULT_LIMIT, Aqm, ConfigError, Encoded, Link,
                                            TableAction, checked)
 from control_plane.algorithms.red import DEFAULT_WQ
 from control_plane.lookup import TABLE_ENTRIES, TableRows
 from control_plane.values import parse_value, shown_input
 
-__all__ = ["ALGORITHMS", "Aecn", "Aqm", "Blue", "Codel", "ConfigError", "DEFAULT_LIMIT",
-           "DEFAULT_WQ", "DropTail", "DualPi2", "Ecnm", "Mecn", "Newque", "NoAqm", "PARAMETERS",
-           "Pi", "Pi2", "Pie", "PortConfig", "PortProgram", "Red", "RedEcn", "Rem",
-           "TABLE_ENTRIES", "TableAction", "change", "parse_value", "port_seed", "shown_input"]
+__all__ = [*algorithms.__all__, "ConfigError", "DEFAULT_LIMIT", "DEFAULT_WQ", "NoAqm",
+           "PARAMETERS", "PortConfig", "PortProgram", "TABLE_ENTRIES", "TableAction", "change",
+           "parse_value", "port_seed", "shown_input"]
 
 AnyAqm = Union[tuple(ALGORITHMS.values())]
 
@@ -127,15 +127,17 @@ PARAMETERS = frozenset({f.name for cls in ALGORITHMS.values() for f in fields(cl
 
 
 def _automatic(cls: type[Aqm], values: dict[str, str], link_pps: float) -> dict[str, str]:
-    """ARED / AMECN automatic mode: thresholds and wq from target_delay (s) and the link
-    rate (values pops target_delay)."""
-    derived = {"minth", "maxth", "wq"} | ({"midth"} if cls is Mecn else set())
+    """ARED / AMECN automatic mode: the parameters the class derives from target_delay (s)
+    and the link rate (thresholds, wq; values pops target_delay)."""
+    derived = set(cls.target_delay_sets)
+    if not derived:
+        takers = [name for name, c in ALGORITHMS.items() if c.target_delay_sets]
+        raise ConfigError(f"target_delay applies to {', '.join(takers[:-1])} and "
+                          f"{takers[-1]}, not {cls.action}")
     clash = sorted(derived & set(values))
     if clash:
         raise ConfigError(f"target_delay sets {', '.join(sorted(derived))}; do not also give "
                           f"{', '.join(clash)}")
-    if cls not in (Red, RedEcn, Ecnm, Mecn):
-        raise ConfigError(f"target_delay applies to red, red_ecn, ecnm and mecn, not {cls.action}")
     text = values.pop("target_delay")
     delay = parse_value("target_delay", "float", text)
     rate = link_pps
@@ -145,10 +147,7 @@ def _automatic(cls: type[Aqm], values: dict[str, str], link_pps: float) -> dict[
         auto = auto_thresholds(delay, rate)
     except ValueError as err:
         raise ConfigError(f"target_delay {shown_input(text)}: {err}") from None
-    out = {"minth": repr(auto.minth), "maxth": repr(auto.maxth), "wq": repr(auto.wq)}
-    if cls is Mecn:
-        out["midth"] = repr(auto.midth)
-    return out
+    return {name: repr(getattr(auto, name)) for name in cls.target_delay_sets}
 
 
 def change(config: PortConfig, algorithm: str | None = None,

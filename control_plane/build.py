@@ -27,8 +27,14 @@ from control_plane.values import ConfigError
 REPO = Path(__file__).resolve().parent.parent
 MAIN_P4 = REPO / "p4src" / "main.p4"
 PROGRAM = "p4aqm"
-# Where the AQM drops -> the preprocessor symbols that build it.
-DROP_AT = {"dequeue": (), "enqueue": ("P4AQM_DROP_AT_ENQUEUE",)}
+# Where the AQM drops; "enqueue" builds queue_at_arrival.p4 in.
+DROP_AT = ("dequeue", "enqueue")
+# What the build generates from the algorithm registry for main.p4 (Profile.p4_profile and
+# p4_algorithms), in <out>/GENERATED: the profile's symbols and lists, and its algorithms'
+# files.
+GENERATED = "generated"
+PROFILE_P4 = "p4aqm_profile.p4"
+ALGORITHMS_P4 = "p4aqm_algorithms.p4"
 
 
 class CompileError(RuntimeError):
@@ -53,14 +59,21 @@ class Artifacts:
 def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
                     profile: Profile = ALL_PROFILE) -> Artifacts:
     """p4aqm.* for the main program (and its profile.json), <stem>.* for another one (the
-    benchmark's), in `out` itself."""
+    benchmark's), in `out` itself. A program whose folder has include/profile.p4 (main.p4,
+    this revision's or a later one's) is given the profile's generated headers."""
     p4c = toolchain.require("p4c")
     out.mkdir(parents=True, exist_ok=True)
     artifacts = Artifacts.in_folder(out, PROGRAM if source == MAIN_P4 else source.stem)
-    symbols = (*DROP_AT[drop_at], *profile.symbols())
+    include = []
+    if (source.parent / "include" / "profile.p4").is_file():
+        generated = out / GENERATED
+        generated.mkdir(exist_ok=True)
+        (generated / PROFILE_P4).write_text(profile.p4_profile(drop_at == "enqueue"))
+        (generated / ALGORITHMS_P4).write_text(profile.p4_algorithms())
+        include = [f"-I{generated}", f"-I{source.parent / 'include'}"]
     cmd = [
         str(p4c), "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
-        "-o", str(out), *(f"-D{symbol}" for symbol in symbols),
+        "-o", str(out), *include,
         "--p4runtime-files", f"{artifacts.p4info_txt},{artifacts.p4info_bin}",
         str(source),
     ]
@@ -84,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="the build folder (a profile builds into its profiles/<name>/)")
     where.add_argument("--into", type=Path,
                        help="this folder itself, whatever the profile")
-    parser.add_argument("--drop-at", choices=tuple(DROP_AT), default="dequeue",
+    parser.add_argument("--drop-at", choices=DROP_AT, default="dequeue",
                         help="where the AQM drops: as the packet leaves its queue (egress, "
                              "the default) or before it enters (ingress)")
     parser.add_argument("--algorithms", default="all",

@@ -31,12 +31,10 @@ PROFILE_FILE = "profile.json"
 # for a program that has it).
 PRIORITY_QUEUES = "PRIORITY_QUEUES"
 
-# The parts algorithms share (each a P4AQM_WITH_<PART> symbol) and what each brings into the
-# program. An algorithm's own part, named like it, is its aqm_config action and its control.
+# The parts of the program algorithms share (each a P4AQM_WITH_<PART> symbol) and what each
+# brings into it; an algorithm names those it needs (its class's `parts`).
 SHARED_PARTS = {
-    "RED_RAMP": "the RED family's control: RED's average queue and marker (aqm/red.p4, "
-                "queue_avg.p4, marker.p4), red_ramp and red_h",
-    "MECN_LEVELS": "the verdict's incipient level for marks in region A (aqm_common_h.level_a, "
+    "MECN_LEVELS": "the verdict's incipient level for marks in region A (aqm_record_h.level_a, "
                    "control/verdict.p4); without it a mark sets CE",
     "ARRIVALS": "ingress's arrival number per port (forwarding.p4's arrivals register, "
                 "meta.arr_seq)",
@@ -44,29 +42,37 @@ SHARED_PARTS = {
                    "timestamps option in the parser",
     "L4_PORTS": "TCP and UDP headers in the parser (AECN's flow classification and the RTT "
                 "tracker read them)",
-    "PI2_CONTROL": "PI2's control, pi2_core and pi2_h (aqm/pi2.p4)",
     PRIORITY_QUEUES: "DualPI2's L queue in ingress and its charge clone in egress "
                      "(aqm/dualpi2.p4)",
 }
+# The record's fields that only some algorithms' controls write (aqm_types.p4's
+# aqm_record_h, each a P4AQM_RECORD_<FIELD> symbol): a profile's record has those of its
+# algorithms (every field costs every AQM packet a write to zero it), and its telemetry
+# exports 0 for the others, as those algorithms leave them.
+RECORD_FIELDS = ("deq_qdepth", "arr_seq", "avg", "count", "prob", "state0", "state1", "event",
+                 "ingress_ts", "rtt", "group")
+# The record fields the program built to drop at enqueue writes itself (queue_at_arrival.p4).
+DROP_AT_ENQUEUE_RECORD = ("deq_qdepth",)
 
-# The one table of what each algorithm needs: its own part, then shared ones.
-NEEDS: dict[str, tuple[str, ...]] = {
-    "droptail": ("DROPTAIL",),
-    "red": ("RED", "RED_RAMP"),
-    "red_ecn": ("RED_ECN", "RED_RAMP"),
-    "ecnm": ("ECNM", "RED_RAMP"),
-    "mecn": ("MECN", "RED_RAMP", "MECN_LEVELS"),
-    "newque": ("NEWQUE", "ARRIVALS"),
-    "blue": ("BLUE", "ARRIVALS"),
-    "pi": ("PI",),
-    "rem": ("REM", "ARRIVALS"),
-    "aecn": ("AECN", "RED_RAMP", "RTT_TRACKER", "L4_PORTS"),
-    "codel": ("CODEL",),
-    "pie": ("PIE",),
-    "pi2": ("PI2", "PI2_CONTROL"),
-    "dualpi2": ("DUALPI2", "PI2_CONTROL", "PRIORITY_QUEUES"),
-}
-assert list(NEEDS) == list(ALGORITHMS), "one NEEDS line per algorithm, in ALGORITHMS' order"
+
+def _check_registry() -> tuple[str, ...]:
+    """The P4 controls the registry's algorithms run, in its order (each control's number
+    is its place, from 1); a class that names a part or a record field the program lacks,
+    or a control that is not a P4 identifier, fails the import."""
+    for action, cls in ALGORITHMS.items():
+        unknown = set(cls.parts) - set(SHARED_PARTS) | set(cls.record) - set(RECORD_FIELDS)
+        if unknown or not (cls.control is None or cls.control.isidentifier()) \
+                or not action.isidentifier():
+            raise TypeError(f"{cls.__name__}: unknown parts or record fields "
+                            f"{sorted(unknown)}, or a control or action {cls.control!r}, "
+                            f"{action!r} that is not a P4 identifier")
+    return tuple(dict.fromkeys(cls.control for cls in ALGORITHMS.values() if cls.control))
+
+
+CONTROLS = _check_registry()
+# What each algorithm needs beyond its control (kept for benchmarks/__main__.py, which
+# names algorithms by it; the classes are the source).
+NEEDS: dict[str, tuple[str, ...]] = {name: cls.parts for name, cls in ALGORITHMS.items()}
 
 
 def _valid_names() -> str:
@@ -124,14 +130,53 @@ class Profile:
 
     @property
     def parts(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(p for a in self.algorithms for p in NEEDS[a]))
+        """The shared parts its algorithms need, in the registry's order."""
+        return tuple(dict.fromkeys(p for a in self.algorithms for p in ALGORITHMS[a].parts))
 
-    def symbols(self) -> tuple[str, ...]:
-        """p4c's -D symbols; none for "all" (profile.p4's default)."""
-        if self.name == ALL:
-            return ()
-        return (f"P4AQM_PROFILE={self.name}", f"P4AQM_ALGORITHMS={','.join(self.algorithms)}",
-                *(f"P4AQM_WITH_{part}" for part in self.parts))
+    def p4_profile(self, drop_at_enqueue: bool = False) -> str:
+        """The profile header the build generates (p4aqm_profile.p4, included by
+        p4src/include/profile.p4, which says what each symbol does): everything the program
+        needs to know of its algorithms, from the registry."""
+        classes = [ALGORITHMS[a] for a in self.algorithms]
+        controls = tuple(dict.fromkeys(cls.control for cls in classes if cls.control))
+        record = {f for cls in classes for f in cls.record}
+        record |= set(DROP_AT_ENQUEUE_RECORD) if drop_at_enqueue else set()
+        lines = [f"// Generated by control_plane/build.py for the profile {self.name} from the",
+                 "// algorithm registry (control_plane/algorithms/); p4src/include/profile.p4 "
+                 "says what it defines.",
+                 f'#define P4AQM_PKG_NAME "p4aqm-{self.name}"',
+                 f'#define P4AQM_PKG_ALGORITHMS "{",".join(self.algorithms)}"']
+        lines += ["#define P4AQM_DROP_AT_ENQUEUE"] if drop_at_enqueue else []
+        lines += ["#define P4AQM_ANY_ALGORITHM"] if classes else []
+        if len(controls) == 1 and all(cls.control for cls in classes):
+            lines.append("#define P4AQM_ONE_CONTROL")
+        lines += [f"#define P4AQM_WITH_{part}" for part in self.parts]
+        lines += [f"#define P4AQM_RECORD_{f.upper()}" for f in RECORD_FIELDS if f in record]
+        lists = {
+            "ALGORITHM": [f"X({cls.action.upper()}, {cls.action})" for cls in classes],
+            "CONTROL": [f"X({c.upper()}, {c}, {c.lower()}, {CONTROLS.index(c) + 1})"
+                         for c in controls],
+            "AROUND": [f"X({cls.action.upper()}, {cls.action})" for cls in classes
+                       if cls.around],
+            "RECORD_FIELD": [f"X({f})" for f in RECORD_FIELDS if f in record],
+        }
+        for name, items in lists.items():
+            lines.append(f"#define P4AQM_FOR_EACH_{name}(X)" + "".join(
+                f" \\\n    {item}" for item in items))
+        for control in controls:
+            run = f"{control.upper()}_APPLY(INSTANCE)"
+            for cls in classes:
+                if cls.around and cls.control == control:
+                    run = f"{cls.action.upper()}_AROUND({run})"
+            lines.append(f"#define P4AQM_RUN_{control.upper()}(INSTANCE) {run}")
+        return "\n".join(lines) + "\n"
+
+    def p4_algorithms(self) -> str:
+        """The generated list of its algorithms' files (p4aqm_algorithms.p4, included by
+        p4src/include/headers.p4): p4src/include/aqm/<module>.p4 of each."""
+        files = dict.fromkeys(ALGORITHMS[a].__module__.rsplit(".", 1)[-1]
+                              for a in self.algorithms)
+        return "".join(f'#include "aqm/{name}.p4"\n' for name in files)
 
     def folder(self, root: Path) -> Path:
         """Where the profile builds: the root itself for "all" (build/), else

@@ -22,8 +22,9 @@ from control_plane import dataplane as dp
 from control_plane.algorithms import ALGORITHMS
 from control_plane.aqm import Codel, ConfigError, Mecn, PortConfig, RedEcn
 from control_plane.build import REPO, compile_program, main
-from control_plane.profiles import (ALL, NEEDS, PROFILE_FILE, SHARED_PARTS, Profile,
-                                    build_command)
+from control_plane.build import GENERATED, PROFILE_P4
+from control_plane.profiles import (ALL, CONTROLS, PROFILE_FILE, RECORD_FIELDS, SHARED_PARTS,
+                                    Profile, build_command)
 from traffic import HOSTS
 from waiting import wait_for
 
@@ -69,18 +70,51 @@ def test_the_build_command_refuses_a_bad_list_in_one_line(tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
-def test_each_part_is_an_algorithms_own_or_a_shared_one_the_default_program_defines():
-    """NEEDS is the one table: every algorithm's first part is its own, every other part
-    is described in SHARED_PARTS, and profile.p4's "all" defines exactly these parts and
-    lists exactly these algorithms."""
-    for algorithm, parts in NEEDS.items():
-        assert parts[0] == algorithm.upper()
-        assert set(parts[1:]) <= set(SHARED_PARTS)
-    used = {p for parts in NEEDS.values() for p in parts}
-    assert set(SHARED_PARTS) <= used
-    text = (REPO / "p4src" / "include" / "profile.p4").read_text()
-    assert set(re.findall(r"#define P4AQM_WITH_(\w+)", text)) == used
-    assert re.search(r"#define P4AQM_ALGORITHMS (\S+)", text).group(1) == ",".join(ALGORITHMS)
+def test_every_shared_part_and_record_field_is_one_the_program_guards_and_an_algorithm_needs():
+    """The registry's classes name the shared parts and record fields they need
+    (control_plane/profiles.py refuses others on import): each part and optional record
+    field is one the P4 source guards (P4AQM_WITH_<PART>, P4AQM_RECORD_<FIELD>), and one
+    some algorithm needs; aqm_types.p4 guards each optional record field by its symbol."""
+    source = "".join(p.read_text() for p in (REPO / "p4src").rglob("*.p4"))
+    guarded = set(re.findall(r"#ifn?def P4AQM_WITH_(\w+)", source))
+    assert guarded == set(SHARED_PARTS)
+    assert {p for cls in ALGORITHMS.values() for p in cls.parts} == set(SHARED_PARTS)
+    assert {f for cls in ALGORITHMS.values() for f in cls.record} == set(RECORD_FIELDS)
+    record = (REPO / "p4src" / "include" / "aqm_types.p4").read_text()
+    optional = re.findall(r"#ifdef P4AQM_RECORD_(\w+)\n\s+bit<\d+>\s+(\w+);", record)
+    assert [(symbol.lower(), field) for symbol, field in optional] == \
+        [(field, field) for field in RECORD_FIELDS]
+
+
+def test_the_generated_profile_lists_its_algorithms_controls_and_symbols():
+    """What the build generates from the registry for a profile: its pkg_info strings,
+    its shared parts and record fields, its algorithms' actions and the controls they run
+    (numbered by their place among all controls), and its algorithms' files."""
+    text = Profile.parse("mecn,aecn,pie").p4_profile()
+    assert '#define P4AQM_PKG_NAME "p4aqm-mecn-aecn-pie"' in text
+    assert '#define P4AQM_PKG_ALGORITHMS "mecn,aecn,pie"' in text
+    symbols = set(re.findall(r"#define (P4AQM_(?:WITH|RECORD)_\w+)\n", text))
+    assert symbols == {"P4AQM_WITH_MECN_LEVELS", "P4AQM_WITH_RTT_TRACKER",
+                       "P4AQM_WITH_L4_PORTS", *(f"P4AQM_RECORD_{f.upper()}" for f in (
+                           "deq_qdepth", "avg", "count", "prob", "state0", "state1", "event",
+                           "ingress_ts", "rtt", "group"))}
+    lists = dict(re.findall(r"#define P4AQM_FOR_EACH_(\w+)\(X\)((?: \\\n    X\(.*\))*)", text))
+    entries = {name: re.findall(r"X\((.*?)\)", body) for name, body in lists.items()}
+    assert entries["ALGORITHM"] == ["MECN, mecn", "AECN, aecn", "PIE, pie"]
+    red, pie = CONTROLS.index("Red") + 1, CONTROLS.index("Pie") + 1
+    assert entries["CONTROL"] == [f"RED, Red, red, {red}", f"PIE, Pie, pie, {pie}"]
+    assert entries["AROUND"] == ["AECN, aecn"]
+    assert "#define P4AQM_RUN_RED(INSTANCE) AECN_AROUND(RED_APPLY(INSTANCE))" in text
+    assert "P4AQM_ONE_CONTROL" not in text and "P4AQM_DROP_AT_ENQUEUE" not in text
+    assert Profile.parse("mecn,aecn,pie").p4_algorithms() == (
+        '#include "aqm/mecn.p4"\n#include "aqm/aecn.p4"\n#include "aqm/pie.p4"\n')
+    # One control without DropTail: no condition; DropTail runs none; "none" nothing.
+    assert "#define P4AQM_ONE_CONTROL" in Profile.parse("red,aecn").p4_profile()
+    assert "P4AQM_ONE_CONTROL" not in Profile.parse("red,droptail").p4_profile()
+    assert "P4AQM_ANY_ALGORITHM" not in Profile.parse("none").p4_profile()
+    enqueue = Profile.parse("blue").p4_profile(drop_at_enqueue=True)
+    assert "#define P4AQM_DROP_AT_ENQUEUE" in enqueue
+    assert "#define P4AQM_RECORD_DEQ_QDEPTH" in enqueue
 
 
 def test_a_refusal_names_the_profile_its_algorithms_and_the_command_that_adds_one():
@@ -125,15 +159,15 @@ def normalised(bmv2_json: Path):
 
 
 @pytest.mark.p4
-def test_all_is_the_program_of_every_part(artifacts, tmp_path):
-    """`make build` (no symbols: profile.p4's default) and the profile of every algorithm
-    (every symbol from NEEDS) are the same program; its pkg_info names it."""
-    every = Profile("every", tuple(ALGORITHMS))
-    explicit = compile_program(tmp_path, profile=every)
-    assert normalised(explicit.bmv2_json) == normalised(artifacts.bmv2_json)
+def test_all_is_the_program_of_every_algorithm(artifacts):
+    """`make build` builds "all", every algorithm of the registry, with the header the build
+    generated for it beside the program; its pkg_info names it."""
     info = schema(artifacts).pkg_info
     assert (info.name, info.doc.description) == ("p4aqm-all", ",".join(ALGORITHMS))
     assert json.loads((artifacts.bmv2_json.parent / PROFILE_FILE).read_text())["name"] == ALL
+    generated = artifacts.bmv2_json.parent / GENERATED / PROFILE_P4
+    assert generated.read_text() == Profile.parse(ALL).p4_profile()
+    assert Profile.of_p4info(artifacts.p4info_txt) == Profile.parse(ALL)
 
 
 def header_instances(artifacts) -> set[str]:
@@ -165,16 +199,16 @@ def test_a_profile_carries_its_algorithms_and_only_the_parts_they_need(profile_a
     fields = {f[0] for f in meta["fields"]}
     assert not {f for f in fields if re.search(r"arr_seq|rtt_us", f)}, fields
     saved = json.loads((profile_artifacts.bmv2_json.parent / PROFILE_FILE).read_text())
-    assert saved == {"name": PROFILE_NAME, "algorithms": ["red_ecn", "pie"],
-                     "parts": ["RED_ECN", "RED_RAMP", "PIE"]}
+    assert saved == {"name": PROFILE_NAME, "algorithms": ["red_ecn", "pie"], "parts": []}
 
 
 @pytest.mark.p4
 @pytest.mark.parametrize("algorithm", [*ALGORITHMS, "none"])
 def test_each_algorithm_builds_alone(profile_builds, algorithm):
-    """A one-algorithm profile compiles (a part its algorithm reads but NEEDS leaves out
-    is a declaration p4c cannot find) into build/profiles/<name>/, and its P4Info offers
-    only that algorithm. The same build runs the algorithm's packet-by-packet test."""
+    """A one-algorithm profile compiles (a part or record field its algorithm reads but
+    its class leaves out is a declaration p4c cannot find) into build/profiles/<name>/,
+    and its P4Info offers only that algorithm. The same build runs the algorithm's
+    packet-by-packet test."""
     folder = profile_builds.get(algorithm).bmv2_json.parent
     assert folder == profile_builds.root / "profiles" / algorithm
     profile = Profile.of_p4info(folder / "p4aqm.p4info.txtpb")

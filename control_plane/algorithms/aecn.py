@@ -102,6 +102,11 @@ class Aecn(Aqm):
     action: ClassVar[str] = "aecn"
     family: ClassVar[str] = "red"
     group_names: ClassVar[tuple[str, ...]] = GROUPS
+    control: ClassVar[str] = "Red"
+    parts: ClassVar[tuple[str, ...]] = ("RTT_TRACKER", "L4_PORTS")
+    record: ClassVar[tuple[str, ...]] = ("avg", "count", "prob", "state0", "state1",
+                                         "ingress_ts", "rtt", "group")
+    around: ClassVar[bool] = True
     wq: float = DEFAULT_WQ
     minth: float = 10.0
     maxth: float = 30.0

@@ -160,6 +160,21 @@ class Aqm:
     queued; it is dropped at or above it)."""
 
     action: ClassVar[str]         # the aqm_config action, also the CLI's name
+    # What the P4 program needs of it (control_plane/profiles.py generates the program's
+    # dispatch, parameters and profile symbols from these at build time): the P4 control
+    # it runs, defined in or included by p4src/include/aqm/<its module>.p4 (None: it has
+    # none, only the verdict's limit); the shared parts of the program it needs beyond its
+    # control (profiles.SHARED_PARTS); the fields of the record its control writes beyond
+    # those every algorithm has (profiles.RECORD_FIELDS): a profile's record has only its
+    # algorithms' (p4src/include/aqm_types.p4); and whether its file has steps of its own
+    # that the dispatch runs around the control (<ACTION>_AROUND: AECN's around RED's).
+    control: ClassVar[str | None] = None
+    parts: ClassVar[tuple[str, ...]] = ()
+    record: ClassVar[tuple[str, ...]] = ()
+    around: ClassVar[bool] = False
+    # The parameters that ARED's and AMECN's automatic mode derives from a target delay
+    # (`target_delay`, control_plane/adaptation.py's auto_thresholds); none: it has none.
+    target_delay_sets: ClassVar[tuple[str, ...]] = ()
     # Algorithms of one family share parameter meanings (the RED family's thresholds):
     # a change between them keeps every shared parameter, others keep only these.
     family: ClassVar[str] = ""
@@ -253,12 +268,11 @@ class IntervalClock:
     def tick(self, fresh: bool, now: int) -> tuple[bool, int]:
         if fresh:
             self.next = (now + self.interval) & U48
-        late = (now - self.next) & U48
-        if late > 0x7FFF_FFFF_FFFF:
+        if not at_or_after(now, self.next):
             return False, 0
-        missed = (min(late, U32) * self.inv) >> 32
+        missed = (min((now - self.next) & U48, U32) * self.inv) >> 32
         self.next = (self.next + (missed + 1) * self.interval) & U48
-        if ((self.next - now) & U48) > 0x7FFF_FFFF_FFFF:
+        if not at_or_after(self.next, now):
             self.next = (now + self.interval) & U48
         return True, missed
 
@@ -276,10 +290,21 @@ def update_interval(seconds: float, name: str, link: Link) -> int:
     return interval
 
 
-def elapsed_since(a: int, b: int) -> int:
-    """lib.p4's elapsed_since(): USEC48 b - a, or 0 if b is before a."""
-    d = (b - a) & U48
-    return 0 if d > 0x7FFF_FFFF_FFFF else d
+def negative48(d: int) -> bool:
+    """lib.p4's NEGATIVE48: a USEC48 difference t - since (taken modulo 2^48) that says t
+    is before since."""
+    return d & U48 >= 1 << 47
+
+
+def at_or_after(t: int, since: int) -> bool:
+    """lib.p4's AT_OR_AFTER: USEC48 time t is at or after `since`, across wrap-around."""
+    return not negative48(t - since)
+
+
+def elapsed_since(since: int, t: int) -> int:
+    """USEC48 t - since, or 0 if t is before since (lib.p4's NEGATIVE48)."""
+    d = (t - since) & U48
+    return 0 if negative48(d) else d
 
 
 def frac32_add(x: int, step: int) -> int:

@@ -29,6 +29,9 @@ from control_plane.dataplane import Event, Region
 @dataclass(frozen=True, kw_only=True)
 class Blue(Aqm):
     action: ClassVar[str] = "blue"
+    control: ClassVar[str] = "Blue"
+    parts: ClassVar[tuple[str, ...]] = ("ARRIVALS",)
+    record: ClassVar[tuple[str, ...]] = ("arr_seq", "prob", "state0", "event")
     d1: float = 0.025
     d2: float = 0.0025
     freeze_time: float = 0.1

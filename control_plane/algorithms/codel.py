@@ -43,13 +43,12 @@ from typing import ClassVar
 
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import (U32, U48, Aqm, Arrival, ConfigError, Decision,
-                                           Encoded, Link, TableAction, checked, ecn_mode,
-                                           number)
+                                           Encoded, Link, TableAction, at_or_after, checked,
+                                           ecn_mode, negative48, number)
 from control_plane.dataplane import Ecn, EcnMode, Event, Region
 from control_plane.lookup import LpmLookupTable, TableRows
 
 DROPPING, ABOVE, AFTER_DROP, AFTER_ENTRY, AFTER_MARK = 1, 2, 4, 8, 16
-NEGATIVE = 0x8000_0000_0000    # a USEC48 difference at or above this is "before"
 REENTRY_INTERVALS = 16
 
 
@@ -63,6 +62,9 @@ def law_table(interval_us: int) -> TableRows:
 class Codel(Aqm):
     action: ClassVar[str] = "codel"
     reads_sojourn: ClassVar[bool] = True
+    control: ClassVar[str] = "Codel"
+    record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "avg", "count", "state0", "state1",
+                                         "event")
     target: float = 0.005       # s
     interval: float = 0.1       # s
     min_backlog: int = 1        # packets: at or below, the queue is nearly empty
@@ -97,11 +99,6 @@ class Codel(Aqm):
                 "sojourn_ms": record.deq_timedelta / 1000}
 
 
-def after(now: int, then: int) -> bool:
-    """USEC48 now >= then."""
-    return ((now - then) & U48) < NEGATIVE
-
-
 class CodelModel:
     """codel.p4, operation by operation."""
 
@@ -126,7 +123,7 @@ class CodelModel:
             self.flags |= ABOVE
             self.first_above = (now + p["interval"]) & U48
             region = Region.A
-        elif after(now, self.first_above):
+        elif at_or_after(now, self.first_above):
             ok, region = True, Region.B
         else:
             region = Region.A
@@ -139,7 +136,7 @@ class CodelModel:
         elif ok:
             since = (now - self.drop_next) & U48
             law_count = (self.count - self.lastcount) & U32
-            if law_count <= 1 or (since < NEGATIVE and since >= p["reentry"]):
+            if law_count <= 1 or (not negative48(since) and since >= p["reentry"]):
                 law_count = 1
             law_from = now
         law = self.law.value(law_count) if law_count is not None else 0
@@ -154,7 +151,7 @@ class CodelModel:
                 if not ok:
                     self.flags &= ~DROPPING
                     event = Event.DECREASE
-                elif after(now, self.drop_next):
+                elif at_or_after(now, self.drop_next):
                     fire = True
                     self.count = min(self.count + 1, U32)
                     self.flags |= AFTER_MARK if marks else AFTER_DROP

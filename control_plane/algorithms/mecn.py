@@ -28,6 +28,10 @@ class Mecn(Aqm):
     action: ClassVar[str] = "mecn"
     family: ClassVar[str] = Red.family
     ect1: ClassVar[str] = "incipient congestion (seed 001)"
+    control: ClassVar[str] = Red.control
+    parts: ClassVar[tuple[str, ...]] = ("MECN_LEVELS",)
+    record: ClassVar[tuple[str, ...]] = Red.record
+    target_delay_sets: ClassVar[tuple[str, ...]] = ("minth", "midth", "maxth", "wq")
     wq: float = 0.0027
     minth: float = 5.0
     midth: float = 10.0

@@ -75,6 +75,9 @@ def rate_table(k: float) -> TableRows:
 @dataclass(frozen=True, kw_only=True)
 class Newque(Aqm):
     action: ClassVar[str] = "newque"
+    control: ClassVar[str] = "Newque"
+    parts: ClassVar[tuple[str, ...]] = ("ARRIVALS",)
+    record: ClassVar[tuple[str, ...]] = ("arr_seq", "prob", "state0", "state1", "event")
     alpha: float = 0.0001
     beta: float = 0.02
     min_interval: float = 0.1

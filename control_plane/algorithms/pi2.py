@@ -75,6 +75,9 @@ class Pi2(Aqm):
     reads_sojourn: ClassVar[bool] = True
     ect1: ClassVar[str] = "L4S (RFC 9331)"
     group_names: ClassVar[tuple[str, ...]] = CLASSES
+    control: ClassVar[str] = "Pi2"
+    record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "avg", "count", "prob", "state0",
+                                         "state1", "event", "group")
     target: float = 0.015        # s
     tupdate: float = 0.016       # s
     alpha: float = 0.16          # Hz

@@ -115,6 +115,9 @@ def idle_tables(alpha_target: int, decay: int) -> tuple[TableRows, TableRows]:
 class Pie(Aqm):
     action: ClassVar[str] = "pie"
     reads_sojourn: ClassVar[bool] = True
+    control: ClassVar[str] = "Pie"
+    record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "avg", "count", "prob", "state0",
+                                         "state1", "event")
     target: float = 0.015        # s
     tupdate: float = 0.015       # s
     alpha: float = 0.125         # Hz

@@ -91,6 +91,9 @@ class Red(Aqm):
 
     action: ClassVar[str] = "red"
     family: ClassVar[str] = "red"
+    control: ClassVar[str] = "Red"
+    record: ClassVar[tuple[str, ...]] = ("avg", "count", "prob")
+    target_delay_sets: ClassVar[tuple[str, ...]] = ("minth", "maxth", "wq")
     marking: ClassVar[EcnMode] = EcnMode.DROP
     wq: float = DEFAULT_WQ
     minth: float = 5.0

@@ -58,6 +58,10 @@ def mark_table(phi: float) -> tuple[int, TableRows]:
 @dataclass(frozen=True, kw_only=True)
 class Rem(Aqm):
     action: ClassVar[str] = "rem"
+    control: ClassVar[str] = "Rem"
+    parts: ClassVar[tuple[str, ...]] = ("ARRIVALS",)
+    record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "arr_seq", "prob", "state0", "state1",
+                                         "event")
     gamma: float = 0.001
     alpha: float = 0.1
     phi: float = 1.001

@@ -10,12 +10,13 @@
 // and a header of every packet, valid or not, costs its invalidation (defines.p4); ports
 // without an AQM pay only that. A telemetry clone copies it as it copies every valid
 // header. The record's fields whose meaning depends on the algorithm (avg, prob, count,
-// state0, state1) are documented with each algorithm (control_plane/algorithms/); those
-// only some algorithms write are in a profile's record only with one of them
-// (profile.p4), and telemetry exports 0 for the others, as their algorithms leave them.
+// state0, state1) are named by each algorithm's file under aqm/ and described by its module
+// (control_plane/algorithms/); those only some algorithms write are in a profile's record
+// only with one of them (P4AQM_RECORD_<FIELD>, profile.p4), and telemetry exports 0 for
+// the others, as their algorithms leave them.
 header aqm_record_h {
 #ifndef P4AQM_ONE_CONTROL
-    bit<8>  algorithm;    // ALGO_* (a profile of one control has no need of it: profile.p4)
+    bit<8>  algorithm;    // the control it runs, <CONTROL>_ID (profile.p4)
 #endif
     bit<2>  ecn_mode;     // ECN_MODE_*
     bit<1>  fresh;        // 1: the packet is the first of the port's epoch (prologue.p4)
@@ -39,23 +40,31 @@ header aqm_record_h {
 #ifdef P4AQM_RECORD_DEQ_QDEPTH
     bit<32> deq_qdepth;
 #endif
-#ifdef P4AQM_WITH_ARRIVALS
+#ifdef P4AQM_RECORD_ARR_SEQ
     bit<32> arr_seq;
 #endif
-#ifdef P4AQM_RECORD_AVG_COUNT
+#ifdef P4AQM_RECORD_AVG
     bit<32> avg;
+#endif
+#ifdef P4AQM_RECORD_COUNT
     bit<32> count;
 #endif
 #ifdef P4AQM_RECORD_PROB
     bit<32> prob;
 #endif
-#ifdef P4AQM_RECORD_STATE
+#ifdef P4AQM_RECORD_STATE0
     bit<32> state0;
+#endif
+#ifdef P4AQM_RECORD_STATE1
     bit<32> state1;
+#endif
+#ifdef P4AQM_RECORD_EVENT
     bit<8>  event;
 #endif
-#ifdef P4AQM_WITH_RTT_TRACKER
+#ifdef P4AQM_RECORD_INGRESS_TS
     bit<32> ingress_ts;
+#endif
+#ifdef P4AQM_RECORD_RTT
     bit<32> rtt;
 #endif
 #ifdef P4AQM_RECORD_GROUP

@@ -94,9 +94,6 @@ const bit<2> ECN_MODE_DROP = 0;         // every decision drops
 const bit<2> ECN_MODE_MARK = 1;         // mark ECT, drop Not-ECT; a forced region drops
 const bit<2> ECN_MODE_MARK_ALWAYS = 2;  // ECNM: forced region marks too; drops only at the limit
 
-// The algorithm a port runs (aqm_common_t.algorithm); each algorithm's file defines its id.
-const bit<8> ALGO_NONE = 0;
-
 // Region of the packet, in telemetry and in the golden model.
 const bit<8> REGION_NONE = 0;    // no marking (RED family: avg < t0)
 const bit<8> REGION_A = 1;       // marks with probability prob (RED family: t0 <= avg < t1)

@@ -110,77 +110,18 @@ struct headers_t {
 
 // What every AQM port has and the telemetry record (aqm_types.p4).
 #include "aqm_types.p4"
-// The algorithms: parameters, aqm_config action(s) and control of each (after the packet's
-// headers, which their controls read), those of the profile (profile.p4).
-#ifdef P4AQM_WITH_DROPTAIL
-#include "aqm/droptail.p4"
-#endif
-#ifdef P4AQM_WITH_RED_RAMP
-#include "aqm/red.p4"
-#endif
-#ifdef P4AQM_WITH_MECN
-#include "aqm/mecn.p4"
-#endif
-#ifdef P4AQM_WITH_NEWQUE
-#include "aqm/newque.p4"
-#endif
-#ifdef P4AQM_WITH_BLUE
-#include "aqm/blue.p4"
-#endif
-#ifdef P4AQM_WITH_PI
-#include "aqm/pi.p4"
-#endif
-#ifdef P4AQM_WITH_REM
-#include "aqm/rem.p4"
-#endif
-#ifdef P4AQM_WITH_AECN
-#include "aqm/aecn.p4"
-#endif
-#ifdef P4AQM_WITH_CODEL
-#include "aqm/codel.p4"
-#endif
-#ifdef P4AQM_WITH_PIE
-#include "aqm/pie.p4"
-#endif
-#ifdef P4AQM_WITH_PI2_CONTROL
-#include "aqm/pi2.p4"
-#endif
-#ifdef P4AQM_WITH_PRIORITY_QUEUES
-#include "aqm/dualpi2.p4"
-#endif
+// The profile's algorithms (profile.p4): each one's file under aqm/, with its parameters,
+// aqm_config action and control (after the packet's headers, which their controls read).
+#include "p4aqm_algorithms.p4"
 
-// Each algorithm's parameters and working values, one header per algorithm file under aqm/
-// (what every algorithm has is in the record, aqm_types.p4). Headers, not structs: only the
-// port's own algorithm's is made valid, but each is invalidated for every packet
-// (defines.p4): a profile carries only its algorithms' (profile.p4).
+// Each control's parameters and working values, and those of the steps an algorithm runs
+// around its control (aqm/<name>.p4's name_h): the profile's. Headers, not structs: only
+// the port's own are made valid, but each is invalidated for every packet (defines.p4).
+#define AQM_CONTROL_PARAMETERS(CONTROL, Control, name, id) name##_h name;
+#define AQM_AROUND_PARAMETERS(ACTION, action) action##_h action;
 struct aqm_params_t {
-#ifdef P4AQM_WITH_RED_RAMP
-    red_h        red;
-#endif
-#ifdef P4AQM_WITH_NEWQUE
-    newque_h     newque;
-#endif
-#ifdef P4AQM_WITH_BLUE
-    blue_h       blue;
-#endif
-#ifdef P4AQM_WITH_PI
-    pi_h         pi;
-#endif
-#ifdef P4AQM_WITH_REM
-    rem_h        rem;
-#endif
-#ifdef P4AQM_WITH_AECN
-    aecn_h       aecn;
-#endif
-#ifdef P4AQM_WITH_CODEL
-    codel_h      codel;
-#endif
-#ifdef P4AQM_WITH_PIE
-    pie_h        pie;
-#endif
-#ifdef P4AQM_WITH_PI2_CONTROL
-    pi2_h        pi2;         // PI2 and DualPI2
-#endif
+    P4AQM_FOR_EACH_CONTROL(AQM_CONTROL_PARAMETERS)
+    P4AQM_FOR_EACH_AROUND(AQM_AROUND_PARAMETERS)
 }
 
 struct local_metadata_t {

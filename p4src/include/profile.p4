@@ -3,89 +3,39 @@
 
 // Build profiles (control_plane/profiles.py, docs/dataplane/profiles.md), as stratum's
 // fabric-tna builds one source into several programs: `python -m control_plane.build
-// --algorithms red,mecn` defines P4AQM_PROFILE, P4AQM_ALGORITHMS and one P4AQM_WITH_<PART>
-// symbol per part those algorithms need (profiles.py's NEEDS says which), and the program
-// carries only those parts: their aqm_config actions, controls, headers, parser states and
-// metadata. Without P4AQM_PROFILE (plain p4c, `make build`) it is "all", every part.
-#ifndef P4AQM_PROFILE
-#define P4AQM_PROFILE all
-#define P4AQM_ALGORITHMS droptail,red,red_ecn,ecnm,mecn,newque,blue,pi,rem,aecn,codel,pie,pi2,dualpi2
-// One part per algorithm: its aqm_config action (and its control, where it has one) ...
-#define P4AQM_WITH_DROPTAIL
-#define P4AQM_WITH_RED
-#define P4AQM_WITH_RED_ECN
-#define P4AQM_WITH_ECNM
-#define P4AQM_WITH_MECN
-#define P4AQM_WITH_NEWQUE
-#define P4AQM_WITH_BLUE
-#define P4AQM_WITH_PI
-#define P4AQM_WITH_REM
-#define P4AQM_WITH_AECN
-#define P4AQM_WITH_CODEL
-#define P4AQM_WITH_PIE
-#define P4AQM_WITH_PI2
-#define P4AQM_WITH_DUALPI2
-// ... and the parts algorithms share.
-#define P4AQM_WITH_RED_RAMP
-#define P4AQM_WITH_MECN_LEVELS
-#define P4AQM_WITH_ARRIVALS
-#define P4AQM_WITH_RTT_TRACKER
-#define P4AQM_WITH_L4_PORTS
-#define P4AQM_WITH_PI2_CONTROL
-#define P4AQM_WITH_PRIORITY_QUEUES
+// --algorithms red,mecn` (or `make build`, profile "all") generates p4aqm_profile.p4 from
+// the algorithm registry (control_plane/algorithms/) and compiles the program with it, so
+// the program carries only those algorithms and the parts they need. It defines:
+//   P4AQM_PKG_NAME, P4AQM_PKG_ALGORITHMS  the P4Info's pkg_info: name p4aqm-<profile>, and
+//                         the profile's algorithms as its description (main.p4)
+//   P4AQM_WITH_<PART>     each shared part the algorithms need (profiles.SHARED_PARTS)
+//   P4AQM_RECORD_<FIELD>  each field of the record only some algorithms write that theirs
+//                         do (aqm_types.p4: every field costs every AQM packet a write)
+//   P4AQM_ANY_ALGORITHM   unless the profile is "none", which forwards and counts only
+//   P4AQM_ONE_CONTROL     when its algorithms all run one control: the dispatch then has no
+//                         condition and the record no control number (aqm_dispatch.p4)
+//   P4AQM_DROP_AT_ENQUEUE the program whose AQM runs in ingress (queue_at_arrival.p4)
+// and the lists the dispatch and the parameters expand (X-macros: each list applies its
+// argument X to every entry):
+//   P4AQM_FOR_EACH_ALGORITHM(X)  X(ACTION, action): each algorithm's aqm_config action,
+//                         <ACTION>_ACTION in its file
+//   P4AQM_FOR_EACH_CONTROL(X)    X(CONTROL, Control, name, id): each control those run,
+//                         its parameters name_h, applied by <CONTROL>_APPLY(instance) in its
+//                         file, with its number (<CONTROL>_ID below)
+//   P4AQM_FOR_EACH_AROUND(X)     X(ACTION, action): each algorithm with steps around its
+//                         control (<ACTION>_INSTANCES and <ACTION>_AROUND(run), its
+//                         parameters action_h: AECN's around RED's)
+//   P4AQM_RUN_<CONTROL>(instance) the control applied with its algorithms' steps around it
+// and p4aqm_algorithms.p4 includes each algorithm's file (headers.p4).
+#if __has_include("p4aqm_profile.p4")
+#include "p4aqm_profile.p4"
+#else
+#error "p4aqm_profile.p4 is generated: build with make build or python -m control_plane.build"
 #endif
 
-// The record's fields (aqm_types.p4) that only some parts write: a profile's record has
-// those of its parts (every field costs every AQM packet a write to zero it), and its
-// telemetry exports 0 for the others, as those algorithms leave them. The arrival number
-// comes with ARRIVALS, the RTT with RTT_TRACKER.
-#if defined(P4AQM_WITH_CODEL) || defined(P4AQM_WITH_PIE) || defined(P4AQM_WITH_PI2_CONTROL) \
-    || defined(P4AQM_WITH_PI) || defined(P4AQM_WITH_REM) || defined(P4AQM_DROP_AT_ENQUEUE)
-#define P4AQM_RECORD_DEQ_QDEPTH
-#endif
-#if defined(P4AQM_WITH_RED_RAMP) || defined(P4AQM_WITH_CODEL) || defined(P4AQM_WITH_PIE) \
-    || defined(P4AQM_WITH_PI2_CONTROL)
-#define P4AQM_RECORD_AVG_COUNT
-#endif
-#if defined(P4AQM_WITH_RED_RAMP) || defined(P4AQM_WITH_NEWQUE) || defined(P4AQM_WITH_BLUE) \
-    || defined(P4AQM_WITH_PI) || defined(P4AQM_WITH_REM) || defined(P4AQM_WITH_PIE) \
-    || defined(P4AQM_WITH_PI2_CONTROL)
-#define P4AQM_RECORD_PROB
-#endif
-#if defined(P4AQM_WITH_NEWQUE) || defined(P4AQM_WITH_BLUE) || defined(P4AQM_WITH_PI) \
-    || defined(P4AQM_WITH_REM) || defined(P4AQM_WITH_AECN) || defined(P4AQM_WITH_CODEL) \
-    || defined(P4AQM_WITH_PIE) || defined(P4AQM_WITH_PI2_CONTROL)
-#define P4AQM_RECORD_STATE
-#endif
-#if defined(P4AQM_WITH_AECN) || defined(P4AQM_WITH_PI2_CONTROL)
-#define P4AQM_RECORD_GROUP
-#endif
-
-// Any algorithm at all: the profile "none" forwards and counts only (aqm_dispatch.p4).
-#if defined(P4AQM_WITH_DROPTAIL) || defined(P4AQM_WITH_RED) || defined(P4AQM_WITH_RED_ECN) \
-    || defined(P4AQM_WITH_ECNM) || defined(P4AQM_WITH_MECN) || defined(P4AQM_WITH_NEWQUE) \
-    || defined(P4AQM_WITH_BLUE) || defined(P4AQM_WITH_PI) || defined(P4AQM_WITH_REM) \
-    || defined(P4AQM_WITH_AECN) || defined(P4AQM_WITH_CODEL) || defined(P4AQM_WITH_PIE) \
-    || defined(P4AQM_WITH_PI2) || defined(P4AQM_WITH_DUALPI2)
-#define P4AQM_ANY_ALGORITHM
-#endif
-
-// A profile whose algorithms all run one control dispatches without a condition and keeps
-// no algorithm number (aqm_dispatch.p4); not with DropTail, which runs none, nor with
-// AECN, whose steps around RED's control ask which algorithm the port runs.
-#if (defined(P4AQM_WITH_RED_RAMP) + defined(P4AQM_WITH_NEWQUE) + defined(P4AQM_WITH_BLUE) \
-     + defined(P4AQM_WITH_PI) + defined(P4AQM_WITH_REM) + defined(P4AQM_WITH_CODEL) \
-     + defined(P4AQM_WITH_PIE) + defined(P4AQM_WITH_PI2_CONTROL)) == 1 \
-    && !defined(P4AQM_WITH_DROPTAIL) && !defined(P4AQM_WITH_AECN)
-#define P4AQM_ONE_CONTROL
-#endif
-
-// The P4Info's pkg_info says what a switch runs: name p4aqm-<profile>, and the profile's
-// algorithms as the description (a -D value cannot hold quotes: p4c runs the preprocessor
-// through a shell, so the strings are made here).
-#define P4AQM_STRING(...) #__VA_ARGS__
-#define P4AQM_EXPANDED_STRING(...) P4AQM_STRING(__VA_ARGS__)
-#define P4AQM_PKG_NAME P4AQM_EXPANDED_STRING(p4aqm-P4AQM_PROFILE)
-#define P4AQM_PKG_ALGORITHMS P4AQM_EXPANDED_STRING(P4AQM_ALGORITHMS)
+// Each control's number, aqm_record_h.algorithm (DropTail runs none).
+const bit<8> NO_CONTROL_ID = 0;
+#define AQM_CONTROL_ID(CONTROL, Control, name, id) const bit<8> CONTROL##_ID = id;
+P4AQM_FOR_EACH_CONTROL(AQM_CONTROL_ID)
 
 #endif

@@ -20,7 +20,6 @@
 //             ramp start (minth, or the robust group's own when lower)
 //   forced    avg >= maxth drops (RFC 3168); a packet that pays a debt there, or at the
 //             limit, is dropped: the drop is its group's signal
-const bit<8> ALGO_AECN = 7;
 const bit<8> GROUP_ROBUST = 0;
 const bit<8> GROUP_AVERAGE = 1;
 const bit<8> GROUP_FRAGILE = 2;
@@ -61,9 +60,9 @@ header aecn_h {
                 qpkt_t maxth, slope_t slope_robust, slope_t slope_average, \
                 slope_t slope_fragile, usec_t robust_from, usec_t average_from, \
                 usec_t fragile_from, bit<8> rtt_source, bit<8> wait) { \
-        aqm_common(ALGO_AECN, ECN_MODE_MARK, ECN_CE, limit, epoch_id, prng_seed, \
+        aqm_common(RED_ID, ECN_MODE_MARK, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
-        red_ramp(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0, wait); \
+        RED_RAMP(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0, wait) \
         meta.aqm.aecn.setValid(); \
         meta.aqm.aecn.debt_floor = robust_minth < minth ? robust_minth : minth; \
         meta.aqm.aecn.robust_minth = robust_minth; \
@@ -73,6 +72,21 @@ header aecn_h {
         meta.aqm.aecn.average_from = average_from; \
         meta.aqm.aecn.fragile_from = fragile_from; \
         meta.aqm.aecn.rtt_source = rtt_source; \
+    }
+
+// AECN's steps around RED's control, which AqmDispatch runs on a port whose AECN
+// parameters are valid (an AECN port): the group before, the debt after.
+#define AECN_INSTANCES \
+    AecnGroup() aecn_group; \
+    AecnDebt() aecn_debt;
+#define AECN_AROUND(RUN) \
+    if (meta.aqm.aecn.isValid()) { \
+        aecn_group.apply(meta.port_index, meta.aqm.aecn, meta.aqm.red, hdr, meta.rtt_us, \
+                         std_meta, meta.rec, meta.group_index); \
+    } \
+    RUN \
+    if (meta.aqm.aecn.isValid()) { \
+        aecn_debt.apply(meta.port_index, meta.aqm.aecn, meta.rec); \
     }
 
 // Before RED's average and marker: the packet's group, and the group's ramp.

@@ -12,7 +12,6 @@
 //                             arrival numbers ingress stamps)
 //   link idle:  pm -= d2      a packet found the queue empty
 // Every packet is marked (ECT) or dropped (Not-ECT) with pm.
-const bit<8> ALGO_BLUE = 4;
 
 // A port's BLUE parameters and the control's working values: one header (red.p4 says why).
 header blue_h {
@@ -34,7 +33,7 @@ header blue_h {
     action blue(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                 bit<2> ecn_mode, frac32_t d1, frac32_t d2, usec_t freeze_time, \
                 bit<32> threshold) { \
-        aqm_common(ALGO_BLUE, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+        aqm_common(BLUE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         meta.aqm.blue.setValid(); \
         meta.aqm.blue.d1 = d1; \
@@ -42,6 +41,9 @@ header blue_h {
         meta.aqm.blue.freeze_time = freeze_time; \
         meta.aqm.blue.threshold = threshold; \
     }
+
+// How AqmDispatch applies the control.
+#define BLUE_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.blue, std_meta, meta.arr_seq, meta.rec);
 
 // record: prob = pm (FRAC32), state0 = packets BMv2 dropped before this one (the gap),
 // arr_seq, event = the change to pm.

@@ -22,7 +22,6 @@
 // when that is > 1 and the last drop_next was less than 16 intervals ago (or is ahead).
 // The control law t + interval / sqrt(count) is the codel_law table's, keyed by count
 // (LPM: every count below 32 exact, then 32 buckets per octave, interpolated), in USEC.
-const bit<8> ALGO_CODEL = 8;
 const bit<32> CODEL_DROPPING = 1;
 const bit<32> CODEL_ABOVE = 2;          // first_above holds a time
 const bit<32> CODEL_AFTER_DROP = 4;
@@ -53,7 +52,7 @@ header codel_h {
     action codel(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                  bit<2> ecn_mode, usec_t target, usec_t interval, usec_t reentry, \
                  bit<32> min_backlog) { \
-        aqm_common(ALGO_CODEL, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+        aqm_common(CODEL_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         meta.aqm.codel.setValid(); \
         meta.aqm.codel.target = target; \
@@ -61,6 +60,9 @@ header codel_h {
         meta.aqm.codel.reentry = reentry; \
         meta.aqm.codel.min_backlog = min_backlog; \
     }
+
+// How AqmDispatch applies the control.
+#define CODEL_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.codel, std_meta, meta.rec);
 
 // record: deq_qdepth, count = count, state0 = drop_next (low 32 bits of USEC48),
 // state1 = lastcount, avg = flags (CODEL_*) after this packet, region = NONE (sojourn below

@@ -27,7 +27,6 @@
 // Over departures (a reading of seed 003 tried as a controlled factor, newque.py): T is the
 // time since the previous departure and l = 1, so r is the served rate; `sojourn_mask` is 0
 // then (the time of a packet's arrival is its departure minus sojourn & mask).
-const bit<8> ALGO_NEWQUE = 3;
 // T (USEC) * g (RATE) * RATE_USEC_TO_FRAC32 >> 32 is T g in FRAC32: 2^16 / 10^6 * 2^32.
 const bit<96> RATE_USEC_TO_FRAC32 = 281474977;
 
@@ -65,7 +64,7 @@ header newque_h {
                   bit<32> limit, bit<2> ecn_mode, frac32_t alpha, frac32_t beta, \
                   usec_t min_interval, rate_t capacity, bit<8> rate_shift, \
                   usec_t sojourn_mask) { \
-        aqm_common(ALGO_NEWQUE, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+        aqm_common(NEWQUE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         meta.aqm.newque.setValid(); \
         meta.aqm.newque.alpha = alpha; \
@@ -75,6 +74,9 @@ header newque_h {
         meta.aqm.newque.rate_shift = rate_shift; \
         meta.aqm.newque.sojourn_mask = sojourn_mask; \
     }
+
+// How AqmDispatch applies the control.
+#define NEWQUE_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.newque, std_meta, meta.arr_seq, meta.rec);
 
 // record: prob = P (FRAC32), state0 = r (RATE), state1 = l, arr_seq, event = the change
 // to P.

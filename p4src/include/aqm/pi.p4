@@ -14,7 +14,6 @@
 // The change is the difference of two non-negative sums in P48:
 //   up = a q + b qref,  down = a qref + b q_old  (a qref, b qref, (a - b) qref: action data)
 // Every packet is marked (ECT) or dropped (Not-ECT) with p.
-const bit<8> ALGO_PI = 5;
 
 // A port's PI parameters and the control's working values: one header (red.p4 says why).
 header pi_h {
@@ -40,7 +39,7 @@ header pi_h {
     action pi(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
               bit<2> ecn_mode, gain48_t a, gain48_t b, p48_t a_qref, p48_t b_qref, \
               p48_t idle_step, usec_t interval, bit<32> inv_interval) { \
-        aqm_common(ALGO_PI, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+        aqm_common(PI_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         meta.aqm.pi.setValid(); \
         meta.aqm.pi.a = a; \
@@ -51,6 +50,9 @@ header pi_h {
         meta.aqm.pi.interval = interval; \
         meta.aqm.pi.inv_interval = inv_interval; \
     }
+
+// How AqmDispatch applies the control.
+#define PI_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pi, std_meta, meta.rec);
 
 // record: prob = p (FRAC32), state0 = q_old (packets), state1 = intervals this packet
 // closed (0, or 1 + missed), event = EVENT_UPDATE when it ran the update, and then

@@ -21,7 +21,6 @@
 // they found at least step_qlen packets in the L queue. Overload (RFC 9332 4.2.3): once
 // k p' >= 1 a classic packet that fires is dropped even if ECN-capable, and an L4S packet
 // is dropped with p'^2 and marked otherwise.
-const bit<8> ALGO_PI2 = 10;
 const bit<8> PI2_CLASSIC = 0;
 const bit<8> PI2_L4S = 1;
 // pi2_h.dual: one queue, DualPI2 sharing the port's rate (dualpi2.p4's charge), DualPI2 on
@@ -63,26 +62,23 @@ header pi2_h {
 }
 
 // The aqm_config actions, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
-// an action writes the port's parameter headers without p4c copying them. pi2_core is
+// an action writes the port's parameter headers without p4c copying them. PI2_CORE is
 // PI2's and DualPI2's shared step (DUALPI2_ACTION).
-#define PI2_CORE_ACTION \
-    action pi2_core(pgain_t alpha, pgain_t beta, p48_t alpha_target, usec_t tupdate, \
-                    bit<32> inv_tupdate, bit<8> k) { \
-        meta.aqm.pi2.setValid(); \
-        meta.aqm.pi2.alpha = alpha; \
-        meta.aqm.pi2.beta = beta; \
-        meta.aqm.pi2.alpha_target = alpha_target; \
-        meta.aqm.pi2.tupdate = tupdate; \
-        meta.aqm.pi2.inv_tupdate = inv_tupdate; \
-        meta.aqm.pi2.k = k; \
-    }
+#define PI2_CORE(ALPHA, BETA, ALPHA_TARGET, TUPDATE, INV_TUPDATE, K) \
+    meta.aqm.pi2.setValid(); \
+    meta.aqm.pi2.alpha = ALPHA; \
+    meta.aqm.pi2.beta = BETA; \
+    meta.aqm.pi2.alpha_target = ALPHA_TARGET; \
+    meta.aqm.pi2.tupdate = TUPDATE; \
+    meta.aqm.pi2.inv_tupdate = INV_TUPDATE; \
+    meta.aqm.pi2.k = K;
 #define PI2_ACTION \
     action pi2(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                bit<2> ecn_mode, pgain_t alpha, pgain_t beta, p48_t alpha_target, \
                usec_t tupdate, bit<32> inv_tupdate, bit<8> k) { \
-        aqm_common(ALGO_PI2, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+        aqm_common(PI2_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
-        pi2_core(alpha, beta, alpha_target, tupdate, inv_tupdate, k); \
+        PI2_CORE(alpha, beta, alpha_target, tupdate, inv_tupdate, k) \
         PI2_NO_STEP_ACTION \
     }
 // Without DualPI2 in the profile PI2 has no step (nor the field).
@@ -91,6 +87,9 @@ header pi2_h {
 #else
 #define PI2_NO_STEP_ACTION
 #endif
+
+// How AqmDispatch applies the control.
+#define PI2_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pi2, std_meta, meta.rec);
 
 // record: prob = the packet's probability (FRAC32: p'^2 for a classic packet, min(k p', 1)
 // for an L4S one, 1 when the step marks it, its drop probability p'^2 in overload), state0 =

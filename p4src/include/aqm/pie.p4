@@ -21,7 +21,6 @@
 // packet found at most min_backlog packets queued; else it fires with p (rnd < p, or
 // derandomised: the accumulated p below 0.85 never, at 8.5 or more always). In an ECN mode
 // an ECN-capable packet is marked while p <= mark_ecnth and dropped above (region FORCED).
-const bit<8> ALGO_PIE = 9;
 // The auto-scaling bands (P48, rounded up: p < band is the RFC's p < 10^-k).
 const p48_t PIE_BAND_6 = 281474977;          // 1e-6
 const p48_t PIE_BAND_5 = 2814749768;         // 1e-5
@@ -71,7 +70,7 @@ header pie_h {
                usec_t half_target, usec_t tupdate, bit<32> inv_tupdate, usec_t max_burst, \
                p48_t mark_ecnth, frac32_t decay, p48_t cap, bit<32> min_backlog, \
                bit<8> derandomize) { \
-        aqm_common(ALGO_PIE, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+        aqm_common(PIE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         meta.aqm.pie.setValid(); \
         meta.aqm.pie.alpha = alpha; \
@@ -87,6 +86,9 @@ header pie_h {
         meta.aqm.pie.min_backlog = min_backlog; \
         meta.aqm.pie.derandomize = derandomize; \
     }
+
+// How AqmDispatch applies the control.
+#define PIE_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pie, std_meta, meta.rec);
 
 // record: deq_qdepth, prob = p (FRAC32), state0 = qdelay_old (USEC), state1 = burst allowance (USEC),
 // count = boundaries this packet closed (0, or 1 + missed), avg = the current_qdelay its

@@ -8,7 +8,6 @@
 // RED, RED+ECN (RFC 3168) and ECNM (seed 002) are one ramp of the marking probability
 // over RED's average queue; the action names the ECN mode. MECN (mecn.p4) is the same
 // control with two codepoints, AECN (aecn.p4) with a ramp per RTT group.
-const bit<8> ALGO_RED = 2;
 
 // A port's RED parameters (the average's, queue_avg.p4, and the ramp's, marker.p4) and
 // the working values of both: one header, made valid by the aqm_config action, whose
@@ -48,31 +47,32 @@ header red_h {
 // an action writes the port's parameter headers without p4c copying them. Region A is
 // [minth, maxth); B is the gentle ramp [maxth, hardth) from maxp to 1, empty when
 // hardth == maxth (gentle off). wait = 1: ns-2's wait between marks (marker.p4).
-// red_ramp is the family's shared step (MECN's and AECN's too); RED, RED+ECN and ECNM
+// RED_RAMP is the family's shared step (MECN's and AECN's too); RED, RED+ECN and ECNM
 // differ only in their ECN mode. The marker's count is the group's (group 0 but with AECN,
 // aecn.p4): its index is set here, where p4c does not propagate its expression into the
 // register calls (temporaries, defines.p4).
-#define RED_RAMP_ACTION \
-    action red_ramp(frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
-                    qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, \
-                    bit<8> wait) { \
-        meta.aqm.red.setValid(); \
-        meta.group_index = meta.port_index << 2; \
-        meta.aqm.red.wq = wq; \
-        meta.aqm.red.idle_shift = idle_shift; \
-        meta.aqm.red.t0 = minth; \
-        meta.aqm.red.ramp = maxth ++ hardth ++ slope ++ maxp ++ gentle_slope ++ wait; \
-    }
+#define RED_RAMP(WQ, IDLE_SHIFT, MINTH, MAXTH, HARDTH, SLOPE, MAXP, GENTLE_SLOPE, WAIT) \
+    meta.aqm.red.setValid(); \
+    meta.group_index = meta.port_index << 2; \
+    meta.aqm.red.wq = WQ; \
+    meta.aqm.red.idle_shift = IDLE_SHIFT; \
+    meta.aqm.red.t0 = MINTH; \
+    meta.aqm.red.ramp = (qpkt_t)(MAXTH) ++ (qpkt_t)(HARDTH) ++ (slope_t)(SLOPE) \
+                        ++ (frac32_t)(MAXP) ++ (slope_t)(GENTLE_SLOPE) ++ (bit<8>)(WAIT);
 #define RED_FAMILY_ACTION(name, mode) \
     action name(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
             qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
-        aqm_common(ALGO_RED, mode, ECN_CE, limit, epoch_id, prng_seed, use_bmv2_random); \
-        red_ramp(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait); \
+        aqm_common(RED_ID, mode, ECN_CE, limit, epoch_id, prng_seed, use_bmv2_random); \
+        RED_RAMP(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait) \
     }
 #define RED_ACTION RED_FAMILY_ACTION(red, ECN_MODE_DROP)
 #define RED_ECN_ACTION RED_FAMILY_ACTION(red_ecn, ECN_MODE_MARK)
 #define ECNM_ACTION RED_FAMILY_ACTION(ecnm, ECN_MODE_MARK_ALWAYS)
+
+// How AqmDispatch applies the control.
+#define RED_APPLY(INSTANCE) \
+    INSTANCE.apply(meta.port_index, meta.group_index, meta.aqm.red, std_meta, meta.rec);
 
 // record: avg (QPKT), prob = pb (FRAC32), count (unmarked packets before this one).
 control Red(in bit<32> index,

@@ -16,7 +16,6 @@
 // phi^(-price) comes from the rem_mark table, interpolated like idle_decay, keyed by
 // price >> in_shift (saturated to 32 bits) >> mark_shift; past the last bucket it is 0.
 // The marking probability is kept between updates: packets pay no lookup.
-const bit<8> ALGO_REM = 6;
 // Bounds that keep every sum inside 64 bits (gamma and gamma alpha are below 2^31).
 const bit<32> REM_X_MAX = 0xffffff;
 const price_t REM_PRICE_MAX = 0x3fffffffffffffff;
@@ -48,7 +47,7 @@ header rem_h {
     action rem(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                bit<2> ecn_mode, price_t gamma_alpha, price_t gamma, price_t down, \
                usec_t interval, bit<32> inv_interval, bit<8> in_shift, bit<8> mark_shift) { \
-        aqm_common(ALGO_REM, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
+        aqm_common(REM_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         meta.aqm.rem.setValid(); \
         meta.aqm.rem.gamma_alpha = gamma_alpha; \
@@ -59,6 +58,9 @@ header rem_h {
         meta.aqm.rem.in_shift = in_shift; \
         meta.aqm.rem.mark_shift = mark_shift; \
     }
+
+// How AqmDispatch applies the control.
+#define REM_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.rem, std_meta, meta.arr_seq, meta.rec);
 
 // record: prob = marking probability (FRAC32), state0 = price * 2^16 (saturated),
 // state1 = x of the interval this packet closed, event = EVENT_UPDATE when it did (and then

@@ -75,7 +75,10 @@ control TelemetryExport(in bit<32> index,
     }
 }
 
-// The fields a profile's record lacks (aqm_types.p4) stay 0, as made valid.
+// The record's fields only some algorithms write: the profile's (profile.p4). Those a
+// profile's record lacks (aqm_types.p4) stay 0, as made valid.
+#define AQM_EXPORT_FIELD(field) hdr.telemetry.field = rec.field;
+
 control TelemetryFormat(inout headers_t hdr,
                         in aqm_record_h rec,
                         in aqm_export_h export,
@@ -90,49 +93,23 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.telemetry.deq_timedelta = stamp.deq_timedelta;
         hdr.telemetry.egress_ts = stamp.egress_ts;
         hdr.telemetry.qdepth = stamp.qdepth;
-#ifdef P4AQM_RECORD_DEQ_QDEPTH
-        hdr.telemetry.deq_qdepth = rec.deq_qdepth;
-#endif
-#ifdef P4AQM_WITH_ARRIVALS
-        hdr.telemetry.arr_seq = rec.arr_seq;
-#endif
-#ifdef P4AQM_RECORD_AVG_COUNT
-        hdr.telemetry.avg = rec.avg;
-        hdr.telemetry.count = rec.count;
-#endif
-#ifdef P4AQM_RECORD_PROB
-        hdr.telemetry.prob = rec.prob;
-#endif
         hdr.telemetry.rnd = rec.rnd;
-#ifdef P4AQM_RECORD_STATE
-        hdr.telemetry.state0 = rec.state0;
-        hdr.telemetry.state1 = rec.state1;
-        hdr.telemetry.event = rec.event;
-#endif
-#ifdef P4AQM_WITH_RTT_TRACKER
-        hdr.telemetry.ingress_ts = rec.ingress_ts;
-        hdr.telemetry.rtt = rec.rtt;
-#endif
         hdr.telemetry.ip_id = stamp.ip_id;
-#ifdef P4AQM_RECORD_GROUP
-        hdr.telemetry.group = rec.group;
-#endif
         hdr.telemetry.region = rec.region;
         hdr.telemetry.outcome = rec.outcome;
         hdr.telemetry.ecn_in = rec.ecn_in;
         hdr.telemetry.ecn_out = stamp.ecn_out;
         hdr.telemetry.pkt_len = stamp.pkt_len;
+        P4AQM_FOR_EACH_RECORD_FIELD(AQM_EXPORT_FIELD)
         hdr.ethernet.setInvalid();
         hdr.ipv4.setInvalid();
         hdr.ipv4_options.setInvalid();
 #ifdef P4AQM_WITH_L4_PORTS
         hdr.tcp.setInvalid();
+        hdr.udp.setInvalid();
 #endif
 #ifdef P4AQM_WITH_RTT_TRACKER
         hdr.tcp_ts.setInvalid();
-#endif
-#ifdef P4AQM_WITH_L4_PORTS
-        hdr.udp.setInvalid();
 #endif
         // Keep only the telemetry header: the PacketIn carries no payload.
         truncate(TELEMETRY_BYTES);
