@@ -78,8 +78,9 @@ def loss_percent(arrived: int, dropped: int) -> float:
     return 100.0 * dropped / arrived if arrived else 0.0
 
 
-def utilisation(sent_packets: int, capacity_pps: float, seconds: float) -> float:
-    """Fraction of the bottleneck's packet slots used (BMv2's rate is in packets/s)."""
+def utilisation(sent_packets: float, capacity_pps: float, seconds: float) -> float:
+    """Fraction of the bottleneck's packet slots used (BMv2's rate is in packets/s; a link
+    of bytes counts full-size packets' worth)."""
     if capacity_pps <= 0 or seconds <= 0:
         raise ValueError("capacity and interval must be > 0")
     return sent_packets / (capacity_pps * seconds)

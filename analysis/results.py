@@ -50,9 +50,12 @@ def _pps(bottleneck: dict) -> int:
 
 
 def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
-                 drop_at: str = "dequeue", ewma: bool = False) -> dict:
+                 drop_at: str = "dequeue", ewma: bool = False, packet_bytes: int = 0) -> dict:
     """Loss, marks, utilisation, queue and delay of one congested port. drop_at: where its
-    AQM dropped (the `drop` factor); ewma: its AQM keeps an average of the queue."""
+    AQM dropped (the `drop` factor); ewma: its AQM keeps an average of the queue. A port
+    whose counters have the bytes it served (the ns-3 twin's: its links carry bytes, where
+    BMv2's queue serves packets) is busy for their bytes at pps x packet_bytes; its queue
+    runs at its rate by construction, so it has no `service_ratio`."""
     out: dict = {"bottleneck_pps": pps}
     counters = read_csv(folder / f"counters{suffix}.csv")
     telemetry = read_csv(folder / f"telemetry{suffix}.csv")
@@ -75,8 +78,10 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
                    loss_percent=metrics.loss_percent(int(arrived), int(dropped)))
         a, b = _at(counters, start), _at(counters, end)
         sent = (b["seen_packets"] - a["seen_packets"]) - (_drops(b) - _drops(a))
+        if "served_bytes" in b:
+            sent = (b["served_bytes"] - a["served_bytes"]) / packet_bytes
         if b["t"] > a["t"]:
-            out["utilisation"] = metrics.utilisation(int(sent), pps, b["t"] - a["t"])
+            out["utilisation"] = metrics.utilisation(sent, pps, b["t"] - a["t"])
         if telemetry and b["t"] > a["t"]:
             # Loss within the window (loss_percent is the whole run's): handed to the queue
             # but not seen by egress are BMv2's silent drops and the packets still queued,
@@ -104,7 +109,7 @@ def link_metrics(folder: Path, suffix: str, pps: int, start: float, end: float,
         # waited q / rate. Below ~0.9 the machine, not the AQM, set the pace (CPU-bound).
         rates = sorted(r["qdepth"] / (r["sojourn_ms"] / 1000) for r in window
                        if r["qdepth"] >= BACKLOG and r["sojourn_ms"] > 0)
-        if rates:
+        if rates and not (counters and "served_bytes" in counters[0]):
             out["service_ratio"] = rates[len(rates) // 2] / pps
         pmax = [r["pmax"] for r in window if not math.isnan(r["pmax"])]
         if pmax:
@@ -125,7 +130,8 @@ def run_metrics(folder: Path) -> dict:
     drop_at = dict(config.get("factors", [])).get("drop", "dequeue")   # experiments/factors.py
     ewma = "wq" in config["aqm"]       # the EWMA's weight: the RED family
     if "links" in topo:   # a parking lot: one congested port per switch s1..sK
-        links = {f"s{i}": link_metrics(folder, f"-s{i}", _pps(link), start, end, drop_at, ewma)
+        links = {f"s{i}": link_metrics(folder, f"-s{i}", _pps(link), start, end, drop_at, ewma,
+                                       link["packet_bytes"])
                  for i, link in enumerate(topo["links"], start=1)}
         out["links"] = links
         # Seed 001: the path's delay and queue are the sums over its links.
@@ -143,7 +149,8 @@ def run_metrics(folder: Path) -> dict:
         capacity = min(_pps(link) * link["packet_bytes"] * 8 / 1e6 for link in topo["links"])
     else:
         bottleneck = topo["bottleneck"]
-        out.update(link_metrics(folder, "", _pps(bottleneck), start, end, drop_at, ewma))
+        out.update(link_metrics(folder, "", _pps(bottleneck), start, end, drop_at, ewma,
+                                bottleneck["packet_bytes"]))
         capacity = _pps(bottleneck) * bottleneck["packet_bytes"] * 8 / 1e6
 
     flows = []   # one row per TCP connection (an iperf3 with -P N gives N)

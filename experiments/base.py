@@ -21,6 +21,7 @@ from control_plane.aqm import Aqm, Mecn, RedEcn
 from control_plane.controller import LoopSpec
 from experiments import factors
 from experiments.spec import Flow, RunSpec
+from topologies.specs import DumbbellSpec
 
 Row = dict[str, object]
 # (label, first repeat's folder, metrics combined over the repeats) of every configuration
@@ -119,6 +120,20 @@ def ared_and_amecn(target: float, pps: float, buffer: int, opts: PlanOptions
                  p2max=0.1, wq=auto.wq, limit=buffer)
     return (("ared", ared, LoopSpec("ared"), opts.transport("rfc3168")),
             ("amecn", amecn, LoopSpec("amecn"), opts.transport("mecn")))
+
+
+# ----- the paper's scale (the ns-3 twin) --------------------------------------------------
+
+def resized(spec: RunSpec, packet_bytes: int, mbps: float | None = None) -> RunSpec:
+    """The run with packets of `packet_bytes` on every congested link (the hosts' MTU): at
+    `mbps`, or at the same packet rate (thresholds, buffers and windows count packets)."""
+    def change(link):
+        return replace(link, packet_bytes=packet_bytes,
+                       mbps=mbps or link.mbps * packet_bytes / link.packet_bytes)
+    topo = spec.topology
+    if isinstance(topo, DumbbellSpec):
+        return replace(spec, topology=replace(topo, bottleneck=change(topo.bottleneck)))
+    return replace(spec, topology=replace(topo, links=tuple(change(link) for link in topo.links)))
 
 
 # ----- table rows ------------------------------------------------------------------------

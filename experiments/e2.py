@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from analysis import stats
@@ -26,6 +27,17 @@ SCALING = ("the paper's 1.5 Mb/s of 1000-byte packets is 187 packets/s: here 2.2
            "at 25 s; RTT 100 ms (the paper's 'terrestrial' RTT); senders: the userspace "
            "MECN Reno of transport/ (seed 001 Table 3; `--kernel-tcp`: Linux Reno, which "
            "ignores ECT(1))")
+
+# The paper's own network (Fig. 4, section 4.2): 1.5 Mb/s and 40 ms between the routers,
+# sources 10 Mb/s away (d = 6 ms: the 100 ms RTT), destinations 10 Mb/s and 4 ms; mid 10.
+PAPER_BOTTLENECK = Bottleneck(mbps=1.5, delay=0.040, buffer=40, packet_bytes=1000)
+PAPER_SENDER, PAPER_RECEIVER, PAPER_MIDTH = Access(10, 0.006), Access(10, 0.004), 10
+PAPER_SCALING = ("the paper's: 1.5 Mb/s and 40 ms between the routers, 1000-byte packets "
+                 "(187 packets/s), sources 10 Mb/s 6 ms and destinations 10 Mb/s 4 ms away "
+                 "(RTT 100 ms), buffer 40, min 5 / mid 10 / max 15, wq 0.0027; 2 forward "
+                 "long-lived flows and the reverse one; 20 flows (window 25 packets) join "
+                 "at 25 s one every 0.1 s, or run from 0 and stop at 25 s; senders as the "
+                 "testbed's (their segments fill the 1000-byte packets)")
 
 CLAIMS = ["AMECN brings the average back into the target band within ~15 s",
           "utilisation AMECN 96.3 % vs MECN 94.5 % (increase); 94.5 % vs 93.4 % "
@@ -51,6 +63,18 @@ def plan(opts: PlanOptions) -> list[RunSpec]:
             runs.append(RunSpec("e2", f"{label}-{direction}", topo, Mecn(**MECN),
                                 duration=50, flows=base + extra, loop=loop, measure_from=5))
     return runs
+
+
+def paper_scale(spec: RunSpec) -> RunSpec:
+    topo = replace(spec.topology, bottleneck=PAPER_BOTTLENECK,
+                   senders=(PAPER_SENDER,) * len(spec.topology.senders),
+                   receivers=(PAPER_RECEIVER,) * len(spec.topology.receivers))
+    first = spec.flows[0]
+    reverse = replace(first, reverse=True)   # the paper's one long-lived reverse flow
+    windows = tuple(replace(f, window=f.window and 25 * (PAPER_BOTTLENECK.packet_bytes - 40))
+                    for f in spec.flows)
+    return replace(spec, topology=topo, aqm=replace(spec.aqm, midth=PAPER_MIDTH),
+                   flows=windows + (reverse,))
 
 
 def settle_time(folder: Path, step: float, low: float, high: float, hold: float = 5.0) -> float:
@@ -110,4 +134,5 @@ def verdicts(runs: Runs) -> list[Row]:
 
 EXPERIMENT = Experiment(
     "E2 (seed 001 Figs. 5-8): MECN vs AMECN under a load step",
-    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts, paper_scale=paper_scale,
+    paper_scaling=PAPER_SCALING)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from analysis import stats
 from experiments.base import (SEED_001_SENDERS, Experiment, PlanOptions, Row, Runs,
-                              ared_and_amecn, basic_row, by_point, curves, fmt, line_figure)
+                              ared_and_amecn, basic_row, by_point, curves, fmt, line_figure,
+                              resized)
 from experiments.spec import Flow, RunSpec
 from topologies.specs import Access, Bottleneck, ParkingLotSpec
 
@@ -23,6 +24,12 @@ SCALING = ("the paper's scale: 3 congested links of 1 250 packets/s (the paper's
            "last 50 s; on 2 cores the three switches keep their rate only with a BMv2 "
            "built without logging macros (P4AQM_BMV2; `switch kept rate` 0.69 - 0.95 in "
            "single runs with the default build); " + SEED_001_SENDERS)
+
+PAPER_SCALING = ("the paper's: 3 congested links of 10 Mb/s of 1000-byte packets (1 250 "
+                 f"packets/s), 2 ms each; {LONG} long flows across all three, {CROSS} cross "
+                 "flows per link; access 10 ms (the paper does not say); automatic "
+                 "thresholds from target delays 20/40/80 ms on every link; 100 s runs "
+                 "measured over the last 50 s; " + SEED_001_SENDERS)
 
 CLAIMS = ["AMECN on all routers gives a higher overall throughput than ARED at the same "
           "summed queueing delay"]
@@ -81,4 +88,5 @@ def verdicts(runs: Runs) -> list[Row]:
 
 EXPERIMENT = Experiment(
     "E4 (seed 001 Figs. 11-12): parking lot, ARED vs AMECN on every link",
-    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts,
+    paper_scale=lambda spec: resized(spec, 1000), paper_scaling=PAPER_SCALING)

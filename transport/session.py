@@ -35,8 +35,12 @@ def interval(start: float, end: float, nbytes: int, retransmits: int, cwnd: floa
 
 
 class SendSession:
-    def __init__(self, config: RenoConfig, seconds: float, give_up: float, now: float):
+    """payload: bytes per segment (wire.PAYLOAD fills a 1500-byte packet)."""
+
+    def __init__(self, config: RenoConfig, seconds: float, give_up: float, now: float,
+                 payload: int = wire.PAYLOAD):
         self.config, self.seconds, self.give_up = config, seconds, give_up
+        self.payload = payload
         self.sender = make_sender(config)
         self.t0 = self.last_progress = now
         self.cwnd_log: list[list[float | None]] = []
@@ -85,7 +89,7 @@ class SendSession:
             self._log_cwnd(t)
         start, una, retx = self._interval
         if t - start >= 1.0:
-            self.intervals.append(interval(start, t, (self.sender.snd_una - una) * wire.PAYLOAD,
+            self.intervals.append(interval(start, t, (self.sender.snd_una - una) * self.payload,
                                            self.sender.stats.retransmits - retx,
                                            self.sender.cwnd))
             self._interval = (t, self.sender.snd_una, self.sender.stats.retransmits)
@@ -106,12 +110,12 @@ class SendSession:
         """The document iperf3's client would write (plus the `mecn` section). started:
         the Unix time (or the run's clock) of the intervals' 0."""
         sender, config = self.sender, self.config
-        sent_bytes = sender.high_water * wire.PAYLOAD
-        acked_bytes = sender.snd_una * wire.PAYLOAD
+        sent_bytes = sender.high_water * self.payload
+        acked_bytes = sender.snd_una * self.payload
         return {
             "start": {"transport": "p4aqm-mecn", "response": config.response.value,
                       "started": started, "connecting_to": {"host": host, "port": port},
-                      "mss": wire.PAYLOAD,
+                      "mss": self.payload,
                       "config": {k: (v.value if hasattr(v, "value") else v)
                                  for k, v in asdict(config).items()}},
             "intervals": self.intervals,
@@ -132,17 +136,12 @@ class SendSession:
         }
 
 
-def window_segments(window_bytes: int) -> int:
-    """The sender's window in segments for a receive window in bytes (iperf3 -w); 0: 1000
-    segments."""
-    return window_bytes // wire.PAYLOAD if window_bytes else 1000
-
-
-def config_for(response: str, window_bytes: int = 0) -> RenoConfig:
-    """The sender's configuration for a response and a window (bytes, 0: the default)."""
-    window = window_segments(window_bytes)
+def config_for(response: str, window_bytes: int = 0, payload: int = wire.PAYLOAD
+               ) -> RenoConfig:
+    """The sender's configuration for a response and a receive window in bytes (iperf3 -w;
+    0: 1000 segments), segments of `payload` bytes."""
+    window = window_bytes // payload if window_bytes else 1000
     if window < 1:
-        raise ValueError(f"window {window_bytes} is less than one segment ({wire.PAYLOAD} "
-                         "bytes)")
+        raise ValueError(f"window {window_bytes} is less than one segment ({payload} bytes)")
     return RenoConfig(response=Response(response), max_window=window,
                       initial_cwnd=min(10.0, window))

@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable
 
 from control_plane import fixedpoint as fp
 from control_plane.adaptation import loop_step
-from control_plane.algorithms.base import Arrival
+from control_plane.algorithms.base import Arrival, FiveTuple
 from control_plane.algorithms.red import Ramp
 from control_plane.aqm import Aqm, PortConfig, change
 from control_plane.controller import LoopSpec, PortView
@@ -30,9 +31,11 @@ from control_plane.telemetry import TelemetryRecord
 U32, U48 = 0xFFFF_FFFF, (1 << 48) - 1
 DROP = -1        # twin.cc's DROP
 # Where each algorithm's own paper or RFC decides: at dequeue (RFC 8289's CoDel, RFC 9332's
-# PI2 and DualPI2), else as packets arrive (Floyd and Jacobson's RED and those built on it,
-# BLUE, PI, REM, NEWQUE, RFC 8033's PIE).
-AT_DEPARTURE = frozenset({"codel", "pi2", "dualpi2"})
+# PI2 and DualPI2), at the front of the queue with what the arriving packets found (seed
+# 002's AECN and seed 003's NEWQUE mark or drop the front packet: the departing one), else
+# as packets arrive (Floyd and Jacobson's RED and those built on it, BLUE, PI, REM, RFC
+# 8033's PIE).
+AT_DEPARTURE = frozenset({"codel", "pi2", "dualpi2", "aecn", "newque"})
 DECIDE_AT = ("paper", "arrival", "departure")
 
 
@@ -56,8 +59,10 @@ class TwinPort:
     """One bottleneck port of the twin: its model, its loop, what it records."""
 
     def __init__(self, config: PortConfig, loop: LoopSpec | None, decide_at: str,
-                 switch: str = "s1"):
+                 switch: str = "s1",
+                 flow_of: Callable[[int], tuple[FiveTuple | None, int]] | None = None):
         self.view = PortView(config, loop=loop)
+        self.flow_of = flow_of
         self.switch = switch
         self.decide_at = decide_at
         self.recorded = Recorded()
@@ -76,9 +81,16 @@ class TwinPort:
         """A whole algorithm, from a fresh state (a new epoch, as the switch's reset)."""
         self.view.config = config
         self.epoch += 1
-        self.model = PortModel(config.encode(), epoch=self.epoch)
+        program = config.encode()
+        self.model = PortModel(program, epoch=self.epoch)
         self.at_arrival = decides_at_arrival(config.aqm, self.decide_at)
+        # Only an algorithm that classifies flows (AECN) needs each packet's flow and RTT.
+        self.classifies = bool(program.encoded.rules or program.encoded.measures_rtt)
         self.waiting.clear()
+        names = type(config.aqm).group_names
+        # verdict.p4's marks and drops per group (AECN's RTT groups, PI2's classes).
+        self.groups = ({"names": list(names), "group_marks": [0] * 3, "group_drops": [0] * 3}
+                       if names else {})
         self.log(now, source, message)
 
     def retune(self, config: PortConfig) -> None:
@@ -110,12 +122,16 @@ class TwinPort:
             arrival_us = arrival_us - sojourn_us
         else:
             departure = arrival_us + sojourn_us
+        five, rtt = (self.flow_of(flow) if self.classifies and self.flow_of else (None, 0))
         pkt = Arrival(qdepth=qdepth, enq_ts=arrival_us & U32, deq_timedelta=sojourn_us,
                       ecn=Ecn(ecn), length=length, egress_ts=departure & U48,
-                      deq_qdepth=deq_qdepth, arr_seq=arr_seq & U32,
-                      ingress_ts=arrival_us & U32)
+                      deq_qdepth=deq_qdepth, arr_seq=arr_seq & U32, rtt=rtt & U32,
+                      ingress_ts=arrival_us & U32, flow=five)
         record, _ = self.model.process(pkt)
-        if Outcome(record.outcome).is_drop:
+        outcome = Outcome(record.outcome)
+        if self.groups and outcome != Outcome.PASS:
+            self.groups["group_drops" if outcome.is_drop else "group_marks"][record.group] += 1
+        if outcome.is_drop:
             return DROP
         if self.at_arrival:
             self.waiting.append((serial, record))
@@ -144,11 +160,13 @@ class TwinPort:
 
     # ----- the controller's part ------------------------------------------------------------
 
-    def sample(self, now: float, enqueued: int) -> None:
-        """A counters row, as the runner reads the switch's once a second."""
+    def sample(self, now: float, enqueued: int, served_bytes: int) -> None:
+        """A counters row, as the runner reads the switch's once a second, and the bytes
+        the link carried (its utilisation: ns-3's links carry bytes, BMv2's packets)."""
         c = self.model.counters
         self.recorded.counters.append({
-            "t": now, "enqueued": enqueued, "seen_packets": c.seen_packets,
+            "t": now, "enqueued": enqueued, "served_bytes": served_bytes,
+            "seen_packets": c.seen_packets,
             "seen_bytes": c.seen_bytes, "prob_drops": c.prob_drops,
             "forced_drops": c.forced_drops, "overflow_drops": c.overflow_drops,
             "notect_drops": c.notect_drops, "marks_incipient": c.marks_incipient,

@@ -24,13 +24,15 @@ aqm_from.json, and twin.json: simulated and wall-clock seconds, packets decided.
 from __future__ import annotations
 
 import csv
+import ipaddress
 import json
 import logging
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from control_plane.algorithms.base import FiveTuple
 from control_plane.aqm import PortConfig
 from experiments.ns3.bottleneck import TwinPort
 from experiments.ns3.loader import NS3_VERSION, load
@@ -81,6 +83,7 @@ class Behaviour:
 class Host:
     name: str
     node: int
+    ip: str         # the testbed's address of the host (AECN's rules name them)
 
 
 @dataclass
@@ -95,13 +98,34 @@ class Port:
 
 @dataclass
 class TcpFlow:
-    """A flow of kernel TCP: its server, its streams' senders."""
+    """A flow of kernel TCP: its server, its streams' senders, and what they had sent at
+    each whole second (t, bytes, retransmitted segments): iperf3's intervals."""
 
     k: int
     port: int
     dst: Host
     sink: object
     streams: list[tuple[Host, object]]
+    seconds: list[tuple[float, int, int]] = field(default_factory=list)
+
+    def sample(self, now: float) -> None:
+        self.seconds.append((now, sum(int(source.highest) for _, source in self.streams),
+                             sum(int(source.retransmits) for _, source in self.streams)))
+
+    def intervals(self, start: float) -> list[dict]:
+        """iperf3's per-second intervals, times from the flow's start."""
+        out, last = [], (start, 0, 0)
+        for t, sent, resent in self.seconds:
+            if t <= last[0]:
+                continue
+            seconds = t - last[0]
+            nbytes = sent - last[1]
+            out.append({"sum": {"start": last[0] - start, "end": t - start,
+                                "seconds": seconds, "bytes": nbytes,
+                                "bits_per_second": 8 * nbytes / seconds,
+                                "retransmits": resent - last[2]}})
+            last = (t, sent, resent)
+        return out
 
 
 def queue_packets(access: Access, mtu: int) -> int:
@@ -130,6 +154,9 @@ class Twin:
         self.ports: list[Port] = []
         self.tcp: list[TcpFlow] = []
         self.sessions: dict[int, dict] = {}   # userspace flows: their session and ends
+        # What a FlowTag names: a TCP stream's (source, dport) or a userspace flow's
+        # (None, dport), with its hosts: for the algorithms that classify flows (AECN).
+        self.tagged: dict[int, tuple[Host, Host, object, int]] = {}
         self.clients: list = []
         self.server = None
 
@@ -157,7 +184,7 @@ class Twin:
         """The topology's nodes and links; (senders, receivers) as flows index them."""
         topo, mtu = self.spec.topology, self._mtu()
 
-        def host(name: str, access: Access, router: int, outward: bool) -> Host:
+        def host(name: str, ip: str, access: Access, router: int, outward: bool) -> Host:
             node = net.AddNode()
             bps = access.mbps * 1e6 if access.mbps else UNSHAPED
             queue = queue_packets(access, mtu)
@@ -166,12 +193,14 @@ class Twin:
             else:
                 net.AddLink(router, node, bps, access.delay, WIDE_QUEUE, access.loss,
                             access.loss)
-            return Host(name, node)
+            return Host(name, node, ip)
 
         if isinstance(topo, DumbbellSpec):
             s1, b1 = net.AddNode(), net.AddNode()
-            senders = [host(f"h{i}", a, s1, True) for i, a in enumerate(topo.senders, 1)]
-            receivers = [host(f"r{j}", a, b1, False) for j, a in enumerate(topo.receivers, 1)]
+            senders = [host(f"h{i}", f"10.0.0.{i}", a, s1, True)
+                       for i, a in enumerate(topo.senders, 1)]
+            receivers = [host(f"r{j}", f"10.0.1.{j}", a, b1, False)
+                         for j, a in enumerate(topo.receivers, 1)]
             self._bottleneck(net, s1, b1, topo.bottleneck, len(topo.senders) + 1, "s1", "")
             return senders, receivers
         switches = [net.AddNode() for _ in topo.links]
@@ -180,13 +209,13 @@ class Twin:
             there = switches[i] if i < len(topo.links) else exit_bridge
             # The parking lot's congested ports are each switch's UPLINK (100).
             self._bottleneck(net, switches[i - 1], there, link, 100, f"s{i}", f"-s{i}")
-        long_senders = [host(f"L{n}", a, switches[0], True)
+        long_senders = [host(f"L{n}", f"10.0.1.{n}", a, switches[0], True)
                         for n, a in enumerate(topo.long_senders, 1)]
-        cross = [host(f"C{i}", topo.cross_access, switches[i - 1], True)
+        cross = [host(f"C{i}", f"10.0.3.{i}", topo.cross_access, switches[i - 1], True)
                  for i in range(1, len(topo.links) + 1)]
-        long_receivers = [host(f"RL{n}", topo.receiver_access, exit_bridge, False)
-                          for n in range(1, len(topo.long_senders) + 1)]
-        cross_receivers = [host(f"RC{i}", topo.receiver_access,
+        long_receivers = [host(f"RL{n}", f"10.0.2.{n}", topo.receiver_access, exit_bridge,
+                               False) for n in range(1, len(topo.long_senders) + 1)]
+        cross_receivers = [host(f"RC{i}", f"10.0.4.{i}", topo.receiver_access,
                                 switches[i] if i < len(topo.links) else exit_bridge, False)
                            for i in range(1, len(topo.links) + 1)]
         return long_senders + cross, long_receivers + cross_receivers
@@ -194,10 +223,12 @@ class Twin:
     def _bottleneck(self, net, a: int, b: int, link: Bottleneck, port: int, switch: str,
                     suffix: str) -> None:
         spec = self.spec
-        disc = net.AddBottleneck(a, b, link_bps(link), link.delay, WIDE_QUEUE)
+        # The link's other direction (the ACKs, a reverse flow's data) at the same rate, a
+        # DropTail queue of the same buffer: ns-2's duplex link.
+        disc = net.AddBottleneck(a, b, link_bps(link), link.delay, link.buffer)
         config = PortConfig(port=port, aqm=spec.first_aqm, link_pps=link.pps, seed=spec.seed,
                             telemetry_interval=spec.telemetry_interval)
-        twin = TwinPort(config, spec.loop, self.behaviour.decide_at, switch)
+        twin = TwinPort(config, spec.loop, self.behaviour.decide_at, switch, self.flow_of)
         disc.SetHooks(self._guarded(twin.decide, 0), self._guarded(twin.departed, None))
         self.ports.append(Port(twin, disc, link, suffix))
         self._configure(self.ports[-1])
@@ -210,6 +241,18 @@ class Twin:
         port.disc.Configure(link_bps(port.link), queues[0].depth, queues[-1].depth,
                             len(queues) > 1, port.twin.at_arrival, self.behaviour.bmv2_drop,
                             -1.0 if interval is None else interval)
+
+    def flow_of(self, tag: int) -> tuple[FiveTuple | None, int]:
+        """A packet's flow as the switch's tables see it (the testbed's addresses), and the
+        round-trip time its sender measures (us; 0 before a sample, or for the userspace
+        transport): what seed 002's senders write into their packets for AECN."""
+        if tag not in self.tagged:
+            return None, 0
+        src, dst, source, dport = self.tagged[tag]
+        ip = lambda text: int(ipaddress.IPv4Address(text))     # noqa: E731
+        if source is None:
+            return FiveTuple(ip(src.ip), ip(dst.ip), 17, 0, dport), 0
+        return FiveTuple(ip(src.ip), ip(dst.ip), 6, source.localPort, dport), source.SrttUs()
 
     def _guarded(self, hook, failed):
         """A Python hook ns-3 calls: an exception would end Simulator::Run for good, so it
@@ -260,14 +303,21 @@ class Twin:
         cc = SCALABLE if scalable else CONGESTION[self.spec.topology.congestion_control]
         attributes = self.attributes(flow, scalable)
         sink = net.AddSink(dst.node, port, cc, attributes)
-        # iperf3 connects its streams one after the other: a millisecond apart here.
-        self.tcp.append(TcpFlow(k, port, dst, sink, [
-            (src, net.AddSource(src.node, dst.node, port, cc, k + 1, flow.start + 0.001 * s,
-                                end, attributes)) for s in range(flow.streams)]))
+        streams = []
+        for s in range(flow.streams):
+            tag = len(self.tagged) + 1
+            # iperf3 connects its streams one after the other: a millisecond apart here.
+            source = net.AddSource(src.node, dst.node, port, cc, tag, flow.start + 0.001 * s,
+                                   end, attributes)
+            self.tagged[tag] = (src, dst, source, port)
+            streams.append((src, source))
+        self.tcp.append(TcpFlow(k, port, dst, sink, streams))
 
     def _userspace_flow(self, net, k: int, flow: Flow, src: Host, dst: Host, port: int,
                         end: float) -> None:
-        config = config_for(flow.transport, flow.window or 0)
+        # The transport's header (12 bytes) in UDP in IPv4: its segments fill the MTU.
+        payload = self._mtu() - 40
+        config = config_for(flow.transport, flow.window or 0, payload)
         state: dict = {"src": src, "dst": dst, "reassembly": Reassembly(), "error": None,
                        "fin": None, "fin_acked": False, "closed_at": None, "first": None,
                        "last": None, "not_ect": 0, "seconds": end - flow.start, "port": port}
@@ -278,7 +328,8 @@ class Twin:
             if state["closed_at"] is not None:
                 return
             if kind == 0:
-                state["session"] = SendSession(config, state["seconds"], give_up, now)
+                state["session"] = SendSession(config, state["seconds"], give_up, now,
+                                               payload)
             session: SendSession = state["session"]
             if state["fin"] is not None:          # closing: the FIN's ACK or a retry
                 if kind == 1 and ack > state["fin"]:
@@ -313,10 +364,11 @@ class Twin:
             ack = reassembly.on_segment(seq, payload, level, fin)
             receiver.Ack(ack, seq, int(level), reassembly.stats.ce_packets)
 
-        receiver = net.AddUdpReceiver(dst.node, port, k + 1,
-                                      self._guarded(receiver_hook, None))
+        tag = len(self.tagged) + 1
+        self.tagged[tag] = (src, dst, None, port)
+        receiver = net.AddUdpReceiver(dst.node, port, tag, self._guarded(receiver_hook, None))
         tos = wire.ECT1 if flow.transport == "scalable" else wire.ECT0
-        sender = net.AddUdpSender(src.node, dst.node, port, k + 1, 1500, tos, flow.start,
+        sender = net.AddUdpSender(src.node, dst.node, port, tag, self._mtu(), tos, flow.start,
                                   self._guarded(sender_hook, None))
         state["ends"] = (sender, receiver)
 
@@ -357,7 +409,9 @@ class Twin:
     def _sample(self) -> None:
         now = self.ns.Simulator.Now().GetSeconds()
         for port in self.ports:
-            port.twin.sample(now, port.disc.enqueued)
+            port.twin.sample(now, port.disc.enqueued, port.disc.servedBytes)
+        for flow in self.tcp:
+            flow.sample(now)
         self._sample_connections(now)
 
     def _rate_step(self, at: float, fraction: float) -> None:
@@ -473,6 +527,10 @@ class Twin:
                         writer = csv.DictWriter(out, fieldnames=list(rows[0]))
                         writer.writeheader()
                         writer.writerows(rows)
+        for port in self.ports:
+            if port.twin.groups:
+                (folder / f"groups{port.suffix}.json").write_text(json.dumps(
+                    port.twin.groups, indent=1))
         (folder / "events.json").write_text(json.dumps(
             [e for port in self.ports for e in port.twin.recorded.events], indent=1))
         if self.steps:
@@ -519,7 +577,7 @@ class Twin:
                                 "remote_port": port} for s, _, source in connected]}
         if len(connected) == flow.streams:
             start["test_start"] = {"protocol": "TCP", "num_streams": flow.streams}
-        client = {"start": start, "end": {
+        client = {"start": start, "intervals": tcp.intervals(flow.start), "end": {
             "streams": client_streams,
             "sum_sent": {"bytes": total("sender", "bytes"),
                          "retransmits": total("sender", "retransmits"), "seconds": seconds},

@@ -96,6 +96,7 @@ class TwinQueueDisc : public QueueDisc
     uint64_t enqueued = 0;  // arrivals handed to the queue (BMv2's enqueued counter)
     uint64_t tailDrops = 0; // of which a full queue dropped (BMv2's silent drops)
     uint64_t served = 0;    // packets that left for the link
+    uint64_t servedBytes = 0; // and their bytes (IP)
 
     uint32_t Depth(int queue) const
     {
@@ -263,6 +264,7 @@ class TwinQueueDisc : public QueueDisc
             m_lastSojourn = sojourn;
             m_nextFree = now + service;
             served++;
+            servedBytes += item->GetSize();
             return item;
         }
     }
