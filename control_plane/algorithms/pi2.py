@@ -1,49 +1,40 @@
-"""PI2 (De Schepper et al., CoNEXT 2016; RFC 9332's base AQM; p4src/include/aqm/pi2.p4), in
-one queue. DualPI2 (dualpi2.py) is the same control in two queues.
+"""PI2 (De Schepper, Bondarenko, Tsang, Briscoe, "PI2: A Linearized AQM for both Classic
+and Scalable TCP", CoNEXT 2016; RFC 9332's base AQM; p4src/include/aqm/pi2.p4), in one
+queue. DualPI2 (dualpi2.py) is the same control in two queues.
 
-Every `tupdate` (16 ms) the base probability p' moves by
+Every `tupdate` (16 ms) the base probability p′ moves by
+`alpha (qdelay − target) + beta (qdelay − qdelay_old)`, kept in [0, 1], without PIE's
+auto-scaling: the square does that work for classic senders. A packet's class is its ECN
+field (RFC 9331's identifier): ECT(1) and CE are L4S, Not-ECT and ECT(0) classic. A
+classic packet is marked (ECT(0)) or dropped (Not-ECT) with p′²; an L4S packet is marked
+with min(k·p′, 1). Overload (RFC 9332 §4.2.3): once k·p′ ≥ 1 (p′² ≥ 1 / k², RFC 9332's
+p_Cmax), a classic packet that fires is dropped even if ECN-capable, and an L4S packet is
+dropped with p′² and marked otherwise (its p_CL is 1). Defaults: Linux `sch_dualpi2`'s
+(target 15 ms, tupdate 16 ms, alpha 0.16 Hz, beta 3.2 Hz, k = 2). ECN is always on:
+`ecn = false` is refused, since an L4S packet dropped at k·p′ would be starved (Linux's
+`dualpi2` has no drop-only mode either; for one, use PIE or PI).
 
-    alpha (qdelay - target) + beta (qdelay - qdelay_old),   kept in [0, 1]
+Where BMv2's queue is not the RFC's, beside the core it shares with PIE (pi_core.py: the
+delay from timestamps, the update run by the first departure after a boundary, the
+boundaries without a departure as updates with a delay of 0):
 
-without PIE's auto-scaling: the square (classic) and the coupling (L4S) make one p' fit
-both kinds of sender. Each packet's class is its ECN field: ECT(1) and CE are L4S (RFC
-9331's identifier), Not-ECT and ECT(0) classic. A classic packet is marked (ECT(0)) or
-dropped (Not-ECT) with p'^2; an L4S packet is marked with min(k p', 1). Overload (RFC
-9332 4.2.3): once k p' >= 1 (p'^2 >= 1 / k^2, RFC 9332's p_Cmax) a classic packet that
-fires is dropped even if ECN-capable, and an L4S packet is dropped with p'^2 and marked
-otherwise (its p_CL is 1). Defaults: Linux sch_dualpi2's (target 15 ms, tupdate 16 ms,
-alpha 0.16 Hz, beta 3.2 Hz, k = 2); ECN always on (drop mode refused: an L4S packet
-dropped at k p' would be starved).
+- **Missed updates at once, exactly**: without auto-scaling the updates with qdelay 0 are
+  linear, and all of them are applied at once: `p′ −= beta · qdelay_old + alpha · target ·
+  missed` (every step is ≤ 0, so clamping the sum at 0 equals clamping each).
+- **The square** is a multiplication of the P48 value by itself, 97 bits wide (1.0 is
+  2^48), taken to FRAC32 and saturated; k is a whole number (Linux's `coupling_factor` is
+  one too), so k·p′ is exact.
+- A plain probability per packet (`rnd < p`) from the port's seeded stream, as every other
+  algorithm here; RFC 9332's pseudocode uses a deterministic `recur`, Linux random draws.
 
-Our choices, where RFC 9332's queue is not BMv2's (as PIE's, pie.py):
-- qdelay comes from timestamps: each departing packet's sojourn (deq_timedelta), 0 when it
-  leaves its queue empty (the queue is idle), and the update uses the delay of the packet
-  that departed before the one running it (the last one dequeued when the RFC's timer
-  would have fired). RFC 9332 samples the head packet's sojourn at the timer; at a busy
-  queue the two differ by one packet's service time.
-- No timers in the data plane: the first packet to depart at or after an update boundary
-  runs the update (lib.p4's IntervalClock). Boundaries that passed without a departure
-  found the queue empty (tupdate must exceed one packet's service time: checked), so each
-  is the update with qdelay = 0. Without auto-scaling these are linear, and all of them are
-  applied at once exactly: p' -= beta qdelay_old + alpha target m (every step is <= 0, so
-  clamping the sum at 0 equals clamping each).
-- k is a whole number (Linux's coupling_factor is one too): k p' is then exact.
-- The square is a multiplication of the P48 value by itself, 97 bits wide (1.0 is 2^48),
-  taken to FRAC32 and saturated.
-- A plain probability per packet (rnd < p), from the port's seeded stream, as the other
-  algorithms here; RFC 9332's pseudocode uses a deterministic `recur`, Linux random draws.
-
-Formats: p' in P48 (1.0 is exactly 2^48), alpha and beta in PGAIN (P48 per microsecond of
-delay), so one microsecond of error still moves p'.
-
-Telemetry: prob = the packet's own probability (FRAC32: p'^2 classic, min(k p', 1) L4S, 1
-when DualPI2's step marks it, p'^2 for an L4S packet in overload: its drop probability),
-state0 = qdelay_old (USEC), state1 = p' (FRAC32), group = the class (0 classic, 1 L4S: the
-verdict counts marks and drops per class in group_marks / group_drops), count =
-boundaries the packet closed (0, or 1 + the ones without a departure), avg = the qdelay its
-update used (USEC), event = UPDATE when it ran one, deq_qdepth; region = A while its
-probability is above 0, B when DualPI2's step marked it, FORCED when it fired in overload
-(dropped, not marked).
+Telemetry: `prob` is the packet's own probability (FRAC32: p′² classic, min(k·p′, 1) L4S,
+1 when DualPI2's step marks it, p′² for an L4S packet in overload: its drop probability);
+`state0` = `qdelay_old` (µs); `state1` = p′ (FRAC32); `group` = the class (0 classic, 1
+L4S: the verdict counts marks and drops per class in `group_marks` / `group_drops`);
+`count` = the updates the packet ran (0, or 1 + the boundaries without a departure);
+`avg` = the delay its update used (µs); event UPDATE when it ran one; `deq_qdepth`; region
+A while its probability is above 0, B when DualPI2's step marked it, FORCED when it fired
+in overload (dropped, not marked).
 """
 
 from __future__ import annotations
@@ -53,8 +44,9 @@ from typing import ClassVar
 
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import (Aqm, Arrival, ConfigError, Decision, Encoded,
-                                           IntervalClock, Link, TableAction, checked, ecn_mode,
+                                           Link, TableAction, checked, ecn_mode,
                                            inverse_interval, number, update_interval)
+from control_plane.algorithms.pi_core import PiCore, current_qdelay
 from control_plane.dataplane import Ecn, EcnMode, Event, Region
 
 CLASSIC, L4S = 0, 1
@@ -114,23 +106,20 @@ class Pi2(Aqm):
         return {"p": p, "p_classic": p * p, "qdelay_old_ms": record.state0 / 1000}
 
 
-class Pi2Model:
+class Pi2Model(PiCore):
     """pi2.p4, operation by operation (DualPI2's action data make it dualpi2's)."""
 
     def __init__(self, encoded: Encoded):
-        self.p = encoded.action.params
+        super().__init__(encoded.action.params)
         self.dual = self.p.get("dual", 0) != 0
         self.step_thresh = self.p.get("step_thresh", NO_STEP)
         self.step_qlen = self.p.get("step_qlen", 0)
-        self.clock = IntervalClock(self.p["tupdate"], self.p["inv_tupdate"])
-        self.prob = self.old = self.prev = 0
 
     def update(self, missed: int) -> None:
         """The update due at a boundary, with the delay before it, then `missed` more with
-        qdelay 0 (pi2.p4's due branch)."""
+        qdelay 0 (pi2.p4's Pi2Update)."""
         p = self.p
-        up = p["alpha"] * self.prev + p["beta"] * self.prev + self.prob
-        down = p["alpha_target"] + p["beta"] * self.old
+        up, down = self.terms(base=self.prob)
         self.prob = 0 if down >= up else min(up - down, fp.P48_ONE)
         self.old = self.prev
         if missed:
@@ -144,9 +133,9 @@ class Pi2Model:
 
     def step(self, fresh: bool, pkt: Arrival, rnd: int) -> Decision:
         if fresh:
-            self.prob = self.old = self.prev = 0
+            self.reset()
         group = packet_class(pkt.ecn)
-        cur = pkt.deq_timedelta if pkt.deq_qdepth != 0 else 0
+        cur = current_qdelay(pkt)
         due, missed = self.clock.tick(fresh, pkt.departure)
         event, closed, used = Event.NONE, 0, 0
         if due:

@@ -3,9 +3,16 @@
 
 #include "defines.p4"
 
-// What the algorithms share: lookup-table interpolation and a clock for periodic updates.
-// (A macro, not a function: p4c gives each function call temporaries, and temporaries are
-// metadata that every packet pays for; see defines.p4.)
+// What the algorithms share: the test of time order, lookup-table interpolation and a
+// clock for periodic updates. (Macros, not functions: p4c gives each function call
+// temporaries, and temporaries are metadata that every packet pays for; see defines.p4.)
+
+// Time order across wrap-around, the one test of it: USEC48 times wrap (and a departure
+// can be stamped a little before the arrival it follows), so a difference d = t - since,
+// taken modulo 2^48, says t is before since when it is at least half the range
+// (control_plane/algorithms/base.py's negative48 and at_or_after).
+#define NEGATIVE48(d) ((d) >= 48w0x800000000000)
+#define AT_OR_AFTER(t, since) (!NEGATIVE48((t) - (since)))
 
 // Linear interpolation inside one bucket of a lookup table (control_plane/lookup.py): the
 // value at the bucket's start minus its drop across the bucket, scaled by how far into the
@@ -36,7 +43,7 @@ control IntervalClock(in bit<32> index,
         if (fresh == 1) {
             next = now + (bit<48>)interval;
         }
-        if (now - next <= 0x7fffffffffff) {
+        if (AT_OR_AFTER(now, next)) {
             due = 1;
             if (now - next > 0xffffffff) {
                 missed = (bit<32>)((64w0xffffffff * (bit<64>)inv_interval) >> 32);
@@ -45,7 +52,7 @@ control IntervalClock(in bit<32> index,
             }
             next = next + (bit<48>)(((bit<64>)missed + 1) * (bit<64>)interval);
             // Only after an idle of more than 71 minutes (the saturation above).
-            if (next - now > 0x7fffffffffff) {
+            if (!AT_OR_AFTER(next, now)) {
                 next = now + (bit<48>)interval;
             }
         }

@@ -98,7 +98,7 @@ def update_once(p: float, cur_us: int, old_us: int, **kwargs) -> float:
     """The model's update from p with this current and old delay."""
     model = PieModel(Pie(**kwargs).encode(Link(1000.0)))
     model.prob, model.prev, model.old = round(p * 2**48), cur_us, old_us
-    model.update()
+    model.calculate_drop_prob()
     return model.prob / 2**48
 
 
@@ -193,7 +193,7 @@ def test_missed_boundaries_are_idle_updates_and_use_up_the_burst_allowance():
     one_by_one = PieModel(aqm.encode(Link(1000.0)))
     one_by_one.prob, one_by_one.old, one_by_one.burst = before
     for _ in range(rec.count):
-        one_by_one.update()
+        one_by_one.calculate_drop_prob()
     assert rec.count >= 21 and rec.event == Event.UPDATE and before[0] > 2**48 // 100
     assert abs(rec.prob - (one_by_one.prob >> 16)) <= 2**32 * 3e-3
     assert rec.state1 == one_by_one.burst == before[2] - rec.count * TUPDATE_US > 0

@@ -4,22 +4,13 @@
 #include "../aqm_types.p4"
 #include "red.p4"
 
-// AECN (seed 002, ch. 5; control_plane/algorithms/aecn.py): RED+ECN on RED's average with
-// one maximum marking probability per RTT group, marks applied to the front.
-//   group     robust [robust_from, average_from), average [average_from, fragile_from),
-//             fragile >= fragile_from, unknown: average. The RTT is the one the ingress
-//             measures (rtt_tracker.p4) or the aecn_groups table's (source prefix or
-//             5-tuple), or measured first with the table when there is no measurement.
-//   decide    between the group's minth (the robust group may have its own) and maxth, with
-//             the group's slope max_p / (maxth - minth), uniformised as RED (one count
-//             per group, marker.p4; wait = 1: ns-2's wait between a group's decisions)
-//   mark      a decision is owed by the group; egress runs at dequeue, so the debt is paid
-//             by the next departing ECT packet of the group not yet marked (the deciding
-//             packet itself when it is one); a deciding Not-ECT packet is dropped instead
-//   debts     at most 255 per group; all end when the average falls below the lowest
-//             ramp start (minth, or the robust group's own when lower)
-//   forced    avg >= maxth drops (RFC 3168); a packet that pays a debt there, or at the
-//             limit, is dropped: the drop is its group's signal
+// AECN (seed 002, ch. 5): RED+ECN on RED's average (red.p4) with a ramp per RTT group
+// and marks applied to the front. control_plane/algorithms/aecn.py says what it does,
+// where BMv2 makes us differ from the seed, and what each field below holds. The record's
+// fields it writes beside RED's, by the seed's names:
+#define AECN_DEBTS state0      // the decisions each group owes: robust | average << 8 | fragile << 16
+#define AECN_MEASURED state1   // 1: the group came from the RTT the ingress measured
+// and group, rtt (the tracker's result), ingress_ts (its clock).
 const bit<8> GROUP_ROBUST = 0;
 const bit<8> GROUP_AVERAGE = 1;
 const bit<8> GROUP_FRAGILE = 2;
@@ -90,8 +81,6 @@ header aecn_h {
     }
 
 // Before RED's average and marker: the packet's group, and the group's ramp.
-// record: group; rtt (the tracker's result) and ingress_ts (its clock); state1 = 1 if the
-// group came from the measured RTT, else 0.
 control AecnGroup(in bit<32> index,
                   inout aecn_h p,
                   inout red_h ramp,
@@ -124,7 +113,7 @@ control AecnGroup(in bit<32> index,
         rec.ingress_ts = (bit<32>)std_meta.ingress_global_timestamp;
         rec.group = GROUP_AVERAGE;
         if (p.rtt_source != RTT_FROM_TABLE && rtt >= p.robust_from) {
-            rec.state1 = 1;
+            rec.AECN_MEASURED = 1;
             if (rtt < p.average_from) {
                 rec.group = GROUP_ROBUST;
             } else if (rtt >= p.fragile_from) {
@@ -154,7 +143,6 @@ control AecnGroup(in bit<32> index,
 }
 
 // After RED's marker, whose decision (`fire` on entry) becomes a debt of the group.
-// record: state0 = the debts after this packet (robust | average << 8 | fragile << 16).
 control AecnDebt(in bit<32> index,
                  inout aecn_h v,
                  inout aqm_record_h rec) {
@@ -181,7 +169,7 @@ control AecnDebt(in bit<32> index,
         }
         v.debts = (v.debts & ~(32w0xff << v.shift)) | (v.owed << v.shift);
         debt_reg.write(index, v.debts);
-        rec.state0 = v.debts;
+        rec.AECN_DEBTS = v.debts;
     }
 }
 

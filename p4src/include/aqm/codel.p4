@@ -4,29 +4,18 @@
 #include "../aqm_types.p4"
 #include "../lib.p4"
 
-// CoDel (RFC 8289, control_plane/algorithms/codel.py) at dequeue, one packet per pass.
-// dodequeue: a packet is ok to drop when its sojourn (deq_timedelta) and every sojourn
-// since the first one above target stayed >= target for an interval, unless the queue it
-// leaves is nearly empty (at most min_backlog packets: the RFC's one MTU in a queue that
-// serves packets). The RFC's dequeue() drops a packet and dequeues the next within one
-// call; here the next packet is the next pass, which finishes what the call would have
-// done, told by `after`:
-//   AFTER_DROP   the last packet was dropped in the dropping state: drop_next advances by
-//                the control law only if this one is still ok to drop (the RFC's loop);
-//   AFTER_ENTRY  the last packet was the drop that entered the dropping state: this one
-//                is the packet that call returned (sent, its ok ignored);
-//   AFTER_MARK   the last packet was marked (ECN) in the dropping state: drop_next
-//                advances now, before this one is judged (Linux advances it at the mark;
-//                the schedule is the same, with one control law per packet).
-// Re-entry (Linux's, which the RFC's pseudocode gives): count restarts at count - lastcount
-// when that is > 1 and the last drop_next was less than 16 intervals ago (or is ahead).
-// The control law t + interval / sqrt(count) is the codel_law table's, keyed by count
-// (LPM: every count below 32 exact, then 32 buckets per octave, interpolated), in USEC.
+// CoDel (RFC 8289) at dequeue, one packet per pass: control_plane/algorithms/codel.py says
+// what it does, where BMv2 makes us differ from the RFC, and what each field below holds.
+// The record's fields it writes, by the RFC's names:
+#define CODEL_FLAGS avg          // the state after this packet: CODEL_DROPPING, ...
+#define CODEL_DROP_NEXT state0   // drop_next, its low 32 bits
+#define CODEL_LASTCOUNT state1   // lastcount
+// and count, deq_qdepth, region, event.
 const bit<32> CODEL_DROPPING = 1;
-const bit<32> CODEL_ABOVE = 2;          // first_above holds a time
-const bit<32> CODEL_AFTER_DROP = 4;
-const bit<32> CODEL_AFTER_ENTRY = 8;
-const bit<32> CODEL_AFTER_MARK = 16;
+const bit<32> CODEL_ABOVE = 2;          // first_above_time holds a time
+const bit<32> CODEL_AFTER_DROP = 4;     // the last packet, dropped in the dropping state
+const bit<32> CODEL_AFTER_ENTRY = 8;    // the last packet, the drop that entered it
+const bit<32> CODEL_AFTER_MARK = 16;    // the last packet, marked in the dropping state
 
 // A port's CoDel parameters and the control's working values: one header (red.p4 says why).
 header codel_h {
@@ -34,15 +23,13 @@ header codel_h {
     usec_t  interval;
     usec_t  reentry;       // 16 intervals
     bit<32> min_backlog;   // PKTS
-    // The control's (its count, lastcount and flags are the record's count, state1 and
-    // avg: what it exports, without a copy)
-    bit<48> first_above;   // USEC48
+    // The control's
+    bit<48> first_above;   // USEC48, first_above_time
     bit<48> drop_next;     // USEC48
-    bit<48> law_from;      // USEC48, where this packet's control law starts
-    bit<48> since;         // USEC48, now - drop_next
-    bit<32> law_count;     // the count the control law is taken for
+    bit<48> law_from;      // USEC48, the time this packet's control law starts from
+    bit<32> law_count;     // the count it is taken for
     bit<32> law;           // USEC, interval / sqrt(law_count)
-    bit<8>  ok;            // ok to drop
+    bit<8>  ok;            // ok_to_drop
     bit<8>  need_law;
 }
 
@@ -64,22 +51,57 @@ header codel_h {
 // How AqmDispatch applies the control.
 #define CODEL_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.codel, std_meta, meta.rec);
 
-// record: deq_qdepth, count = count, state0 = drop_next (low 32 bits of USEC48),
-// state1 = lastcount, avg = flags (CODEL_*) after this packet, region = NONE (sojourn below
-// target or queue nearly empty), A (above target for less than an interval) or B (ok to
-// drop), event = INCREASE when it entered the dropping state, DECREASE when it left it.
-// A packet below target that changes nothing (most of them) applies two tables and pays
-// four conditions.
-control Codel(in bit<32> index,
-              inout codel_h v,
-              in standard_metadata_t std_meta,
-              inout aqm_record_h rec) {
+// RFC 8289's dodequeue: is the departing packet ok to drop? Its sojourn and every one
+// since the first above target stayed at or above target for an interval, and the queue
+// it leaves is not nearly empty. Region NONE, A (above target, not yet an interval) or B.
+control CodelDodequeue(in standard_metadata_t std_meta,
+                       inout codel_h v,
+                       inout aqm_record_h rec) {
 
-    register<bit<48>>(PORT_SLOTS) first_above_reg;
-    register<bit<48>>(PORT_SLOTS) drop_next_reg;
-    register<bit<32>>(PORT_SLOTS) count_reg;
-    register<bit<32>>(PORT_SLOTS) lastcount_reg;
-    register<bit<32>>(PORT_SLOTS) flags_reg;
+    action below_target() {
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS & ~CODEL_ABOVE;
+    }
+
+    action first_above_target() {
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS | CODEL_ABOVE;
+        v.first_above = std_meta.egress_global_timestamp + (bit<48>)v.interval;
+        rec.region = REGION_A;
+    }
+
+    action ok_to_drop() {
+        v.ok = 1;
+        rec.region = REGION_B;
+    }
+
+    action above_target() {
+        rec.region = REGION_A;
+    }
+
+    apply {
+        if ((usec_t)std_meta.deq_timedelta < v.target
+                || rec.deq_qdepth <= v.min_backlog) {
+            if ((rec.CODEL_FLAGS & CODEL_ABOVE) != 0) {
+                below_target();
+            }
+        } else if ((rec.CODEL_FLAGS & CODEL_ABOVE) == 0) {
+            first_above_target();
+        } else if (AT_OR_AFTER(std_meta.egress_global_timestamp, v.first_above)) {
+            ok_to_drop();
+        } else {
+            above_target();
+        }
+    }
+}
+
+// RFC 8289's control_law (t + interval / sqrt(count), from the codel_law table), for the one
+// time this packet may need it: the next drop_next in the dropping state after a mark, or
+// after a drop when this packet is still ok to drop (the RFC's loop); on entering it, from
+// now, with count restarting at count - lastcount when that is above 1 and the last
+// drop_next was less than 16 intervals ago (or is ahead).
+control CodelControlLaw(in bit<32> index,
+                        in standard_metadata_t std_meta,
+                        inout codel_h v,
+                        inout aqm_record_h rec) {
 
     action law(usec_t start, usec_t drop, bit<8> shift, bit<32> mask) {
         v.law = INTERPOLATE(start, drop, v.law_count & mask, shift);
@@ -95,109 +117,171 @@ control Codel(in bit<32> index,
         size = LOOKUP_ENTRIES;
     }
 
+    action from_drop_next() {
+        v.law_from = v.drop_next;
+        v.law_count = rec.count;
+        v.need_law = 1;
+    }
+
+    action delta() {
+        v.law_count = rec.count - rec.CODEL_LASTCOUNT;
+    }
+
+    action from_one() {
+        v.law_count = 1;
+    }
+
+    action from_now() {
+        v.law_from = std_meta.egress_global_timestamp;
+        v.need_law = 1;
+    }
+
+    apply {
+        if ((rec.CODEL_FLAGS & CODEL_DROPPING) != 0) {
+            if ((rec.CODEL_FLAGS & CODEL_AFTER_MARK) != 0
+                    || ((rec.CODEL_FLAGS & CODEL_AFTER_DROP) != 0 && v.ok == 1)) {
+                from_drop_next();
+            }
+        } else {
+            delta();
+            if (v.law_count <= 1
+                    || (AT_OR_AFTER(std_meta.egress_global_timestamp, v.drop_next)
+                        && std_meta.egress_global_timestamp - v.drop_next >= (bit<48>)v.reentry)) {
+                from_one();
+            }
+            from_now();
+        }
+        if (v.need_law == 1) {
+            codel_law.apply();
+        }
+    }
+}
+
+// RFC 8289's dequeue, for the departing packet: the next pass finishes what the RFC's call
+// does after a drop (control_plane/algorithms/codel.py). A signal marks the packet in an
+// ECN mode if it is ECN-capable (the verdict), and counts as a drop.
+control Codel(in bit<32> index,
+              inout codel_h v,
+              in standard_metadata_t std_meta,
+              inout aqm_record_h rec) {
+
+    CodelDodequeue() dodequeue;
+    CodelControlLaw() control_law;
+    register<bit<48>>(PORT_SLOTS) first_above_reg;
+    register<bit<48>>(PORT_SLOTS) drop_next_reg;
+    register<bit<32>>(PORT_SLOTS) count_reg;
+    register<bit<32>>(PORT_SLOTS) lastcount_reg;
+    register<bit<32>>(PORT_SLOTS) flags_reg;
+
     action load() {
         rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
         first_above_reg.read(v.first_above, index);
         drop_next_reg.read(v.drop_next, index);
         count_reg.read(rec.count, index);
-        lastcount_reg.read(rec.state1, index);
-        flags_reg.read(rec.avg, index);
+        lastcount_reg.read(rec.CODEL_LASTCOUNT, index);
+        flags_reg.read(rec.CODEL_FLAGS, index);
+    }
+
+    action init() {
+        v.first_above = 0;
+        v.drop_next = 0;
+        rec.count = 0;
+        rec.CODEL_LASTCOUNT = 0;
+        rec.CODEL_FLAGS = 0;
     }
 
     action store() {
         first_above_reg.write(index, v.first_above);
         drop_next_reg.write(index, v.drop_next);
         count_reg.write(index, rec.count);
-        lastcount_reg.write(index, rec.state1);
-        flags_reg.write(index, rec.avg);
-        rec.state0 = (bit<32>)v.drop_next;
+        lastcount_reg.write(index, rec.CODEL_LASTCOUNT);
+        flags_reg.write(index, rec.CODEL_FLAGS);
+        rec.CODEL_DROP_NEXT = (bit<32>)v.drop_next;
+    }
+
+    // The packet after the drop that entered the dropping state: the one the RFC's call
+    // returned, sent whatever it is.
+    action sent_after_entry() {
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS & ~CODEL_AFTER_ENTRY;
+    }
+
+    action next_drop() {
+        v.drop_next = v.law_from + (bit<48>)v.law;
+    }
+
+    action done_after() {
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS & ~(CODEL_AFTER_DROP | CODEL_AFTER_MARK);
+    }
+
+    action leave_dropping() {
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS & ~CODEL_DROPPING;
+        rec.event = EVENT_DECREASE;
+    }
+
+    action drop() {
+        rec.fire = 1;
+    }
+
+    action count_drop() {
+        rec.count = rec.count + 1;
+    }
+
+    action after_mark() {
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS | CODEL_AFTER_MARK;
+    }
+
+    action after_drop() {
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS | CODEL_AFTER_DROP;
+    }
+
+    action enter_dropping() {
+        rec.fire = 1;
+        rec.event = EVENT_INCREASE;
+        rec.count = v.law_count;
+        rec.CODEL_LASTCOUNT = v.law_count;
+        v.drop_next = v.law_from + (bit<48>)v.law;
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS | CODEL_DROPPING;
+    }
+
+    action after_entry() {
+        rec.CODEL_FLAGS = rec.CODEL_FLAGS | CODEL_AFTER_ENTRY;
     }
 
     apply {
         load();
         if (rec.fresh == 1) {
-            v.first_above = 0;
-            v.drop_next = 0;
-            rec.count = 0;
-            rec.state1 = 0;
-            rec.avg = 0;
+            init();
         }
-
-        // dodequeue()
-        if ((usec_t)std_meta.deq_timedelta < v.target
-                || rec.deq_qdepth <= v.min_backlog) {
-            if ((rec.avg & CODEL_ABOVE) != 0) {
-                rec.avg = rec.avg & ~CODEL_ABOVE;
-            }
-        } else if ((rec.avg & CODEL_ABOVE) == 0) {
-            rec.avg = rec.avg | CODEL_ABOVE;
-            v.first_above = std_meta.egress_global_timestamp + (bit<48>)v.interval;
-            rec.region = REGION_A;
-        } else if (std_meta.egress_global_timestamp - v.first_above <= 0x7fffffffffff) {
-            v.ok = 1;
-            rec.region = REGION_B;
-        } else {
-            rec.region = REGION_A;
-        }
-
-        if ((rec.avg & CODEL_DROPPING) != 0 || v.ok == 1) {
-            // The one control law this packet may need, before the state machine reads it.
-            if ((rec.avg & CODEL_DROPPING) != 0) {
-                if ((rec.avg & CODEL_AFTER_MARK) != 0
-                        || ((rec.avg & CODEL_AFTER_DROP) != 0 && v.ok == 1)) {
-                    v.law_from = v.drop_next;
-                    v.law_count = rec.count;
-                    v.need_law = 1;
-                }
-            } else {
-                v.since = std_meta.egress_global_timestamp - v.drop_next;
-                v.law_count = rec.count - rec.state1;
-                if (v.law_count <= 1
-                        || (v.since < 0x800000000000 && v.since >= (bit<48>)v.reentry)) {
-                    v.law_count = 1;
-                }
-                v.law_from = std_meta.egress_global_timestamp;
-                v.need_law = 1;
-            }
-            if (v.need_law == 1) {
-                codel_law.apply();
-            }
-
-            // An ECN mode and an ECN-capable packet: a signal marks it.
-            if ((rec.avg & CODEL_DROPPING) != 0) {
-                if ((rec.avg & CODEL_AFTER_ENTRY) != 0) {
-                    rec.avg = rec.avg & ~CODEL_AFTER_ENTRY;
+        dodequeue.apply(std_meta, v, rec);
+        if ((rec.CODEL_FLAGS & CODEL_DROPPING) != 0 || v.ok == 1) {
+            control_law.apply(index, std_meta, v, rec);
+            if ((rec.CODEL_FLAGS & CODEL_DROPPING) != 0) {
+                if ((rec.CODEL_FLAGS & CODEL_AFTER_ENTRY) != 0) {
+                    sent_after_entry();
                 } else {
                     if (v.need_law == 1) {
-                        v.drop_next = v.law_from + (bit<48>)v.law;
+                        next_drop();
                     }
-                    rec.avg = rec.avg & ~(CODEL_AFTER_DROP | CODEL_AFTER_MARK);
+                    done_after();
                     if (v.ok == 0) {
-                        rec.avg = rec.avg & ~CODEL_DROPPING;
-                        rec.event = EVENT_DECREASE;
-                    } else if (std_meta.egress_global_timestamp - v.drop_next
-                               <= 0x7fffffffffff) {
-                        rec.fire = 1;
+                        leave_dropping();
+                    } else if (AT_OR_AFTER(std_meta.egress_global_timestamp, v.drop_next)) {
+                        drop();
                         if (rec.count != 0xffffffff) {
-                            rec.count = rec.count + 1;
+                            count_drop();
                         }
                         if (rec.ecn_mode != ECN_MODE_DROP
                                 && rec.ecn_in != (bit<8>)ECN_NOT_ECT) {
-                            rec.avg = rec.avg | CODEL_AFTER_MARK;
+                            after_mark();
                         } else {
-                            rec.avg = rec.avg | CODEL_AFTER_DROP;
+                            after_drop();
                         }
                     }
                 }
             } else {
-                rec.fire = 1;
-                rec.event = EVENT_INCREASE;
-                rec.count = v.law_count;
-                rec.state1 = v.law_count;
-                v.drop_next = v.law_from + (bit<48>)v.law;
-                rec.avg = rec.avg | CODEL_DROPPING;
+                enter_dropping();
                 if (rec.ecn_mode == ECN_MODE_DROP || rec.ecn_in == (bit<8>)ECN_NOT_ECT) {
-                    rec.avg = rec.avg | CODEL_AFTER_ENTRY;
+                    after_entry();
                 }
             }
         }

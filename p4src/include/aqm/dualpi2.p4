@@ -3,20 +3,13 @@
 
 #include "pi2.p4"
 
-// DualPI2 (RFC 9332, control_plane/algorithms/dualpi2.py) on BMv2's two priority queues
-// (simple_switch --priority-queues 2): ingress puts ECT(1) and CE packets of a DualPI2 port
-// into its L queue (priority 1, served first), the rest into the classic queue (priority
-// 0); egress runs PI2's control with `dual` set: the classic queue's delay drives p', L
-// packets are also marked by a step on their own sojourn. BMv2 paces each priority queue
-// at its own rate (set_queue_rate): two queues at the port's rate would carry twice the
-// link. So the link is shared by charging: every L packet that leaves (not dropped) is
-// cloned into the classic queue, where the clone takes one service slot and is dropped
-// (EgressPipe), as the L packet's transmission would have taken the classic queue's turn
-// on a link of one rate (PI2_DUAL_CHARGED; PI2_DUAL_PACED leaves BMv2's queues as they
-// are). The L queue's own rate (at most the port's) bounds what it takes from the classic.
+// DualPI2 (RFC 9332) on BMv2's two priority queues: PI2's control (pi2.p4) with `dual`
+// set, the L queue in ingress, and the L queue's departures charged to the classic queue
+// (control_plane/algorithms/dualpi2.py says why and how).
 
 // Each port's clone sessions for the charge (the controller installs them for every port):
-// CHARGE + port to the port itself; CHARGE_EXPORT + port to the port and the CPU port.
+// DUALPI2_CHARGE_SESSIONS + port to the port itself; DUALPI2_CHARGE_EXPORT_SESSIONS + port
+// to the port and the CPU port.
 const bit<32> DUALPI2_CHARGE_SESSIONS = 512;
 const bit<32> DUALPI2_CHARGE_EXPORT_SESSIONS = 1024;
 
@@ -65,7 +58,7 @@ control DualPi2Queue(in headers_t hdr,
 // packet's last clone), through the session whose replicas are both.
 control DualPi2Charge(in pi2_h p, in aqm_record_h rec, in aqm_stamp_h stamp) {
     apply {
-        if (p.dual == PI2_DUAL_CHARGED && rec.group == PI2_L4S && rec.outcome <= OUTCOME_MARK) {
+        if (p.dual == PI2_DUAL_CHARGED && rec.PI2_CLASS == PI2_L4S && rec.outcome <= OUTCOME_MARK) {
             if (stamp.isValid()) {     // it exports a record
                 clone(CloneType.E2E, p.charge_export_session);
             } else {

@@ -4,29 +4,13 @@
 #include "../aqm_types.p4"
 #include "../lib.p4"
 
-// NEWQUE (seed 003, control_plane/algorithms/newque.py): a rate-based AQM. Per packet, in
-// arrival order (egress sees a port's packets in the order they arrived):
-//   r = (1 - e^(-T/K)) l / T + e^(-T/K) r_old     packets/s; T the time since the previous
-//                                                 packet the queue took, l the packets that
-//                                                 arrived in T: this one and those BMv2
-//                                                 dropped at its full queue (the gap in
-//                                                 ingress's arrival numbers), so the rate
-//                                                 is the offered one, not at most C
-//   EQ = Q + 1                                    Q the queue the packet found, packets
-//   r >= C or EQ >= B: P += alpha;  otherwise (r < C): P -= beta;  each change at most
-//   once per min_interval (the increase is checked first, as in the seed's Fig. 1)
-//   r >= C: the departing (front) packet is marked (ECT) or dropped (Not-ECT) with P
-//   EQ > B: dropped (the verdict's limit, B = limit)
-// BMv2 serves packets, not bytes (set_queue_rate), so the rate counts packets and C is
-// the port's service rate in packets/s. The gain g(T) = (1 - e^(-T/K)) / T, which
-// needs exp and a division, comes from the newque_rate table (per bucket of 2^rate_shift
-// microseconds of T: its value at the bucket's start and its drop across it,
-// interpolated); then 1 - e^(-T/K) = T g(T), so a constant arrival rate is estimated
-// exactly whatever the interpolation's error. Past the last bucket (e^(-T/K) < 2^-33) the
-// table misses and the estimate restarts from 0.
-// Over departures (a reading of seed 003 tried as a controlled factor, newque.py): T is the
-// time since the previous departure and l = 1, so r is the served rate; `sojourn_mask` is 0
-// then (the time of a packet's arrival is its departure minus sojourn & mask).
+// NEWQUE (seed 003), a rate-based AQM: control_plane/algorithms/newque.py says what it
+// does, where BMv2 makes us differ from the seed, and what each field below holds. The
+// record's fields it writes, by the seed's names:
+#define NEWQUE_P prob           // P (FRAC32)
+#define NEWQUE_RATE state0      // r, the arrival rate (RATE)
+#define NEWQUE_ARRIVED state1   // l, the packets that arrived in T
+// and arr_seq, region, event.
 // T (USEC) * g (RATE) * RATE_USEC_TO_FRAC32 >> 32 is T g in FRAC32: 2^16 / 10^6 * 2^32.
 const bit<96> RATE_USEC_TO_FRAC32 = 281474977;
 
@@ -41,7 +25,7 @@ header newque_h {
     // The control's
     bit<48> arrival;        // USEC48
     bit<48> last_arrival;
-    bit<48> last_change;
+    bit<48> last_change;    // the last change of P
     bit<48> gap;            // T
     bit<32> last_seq;       // the previous packet's arrival number
     bit<32> arrived;        // l
@@ -78,20 +62,19 @@ header newque_h {
 // How AqmDispatch applies the control.
 #define NEWQUE_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.newque, std_meta, meta.arr_seq, meta.rec);
 
-// record: prob = P (FRAC32), state0 = r (RATE), state1 = l, arr_seq, event = the change
-// to P.
 control Newque(in bit<32> index,
                inout newque_h v,
                in standard_metadata_t std_meta,
                in bit<32> arr_seq,
                inout aqm_record_h rec) {
 
-    register<frac32_t>(PORT_SLOTS) prob_reg;
+    register<frac32_t>(PORT_SLOTS) p_reg;
     register<rate_t>(PORT_SLOTS) rate_reg;
     register<bit<48>>(PORT_SLOTS) last_arrival_reg;
     register<bit<48>>(PORT_SLOTS) last_change_reg;
     register<bit<32>>(PORT_SLOTS) last_seq_reg;
 
+    // The gain g(T) = (1 - e^(-T/K)) / T, interpolated in T's bucket.
     action gain(rate_t gain_at_start, rate_t gain_drop_across) {
         v.hit = 1;
         v.gain = INTERPOLATE(gain_at_start, gain_drop_across,
@@ -99,20 +82,6 @@ control Newque(in bit<32> index,
     }
 
     action beyond() {
-    }
-
-    // Straight-line code in an action: p4c does not propagate its values as expressions
-    // into the register calls (each would become a temporary). The rest is in the apply
-    // block: p4c would predicate `if`s inside an action into conditional expressions,
-    // dearer than the tables and conditions they replace in BMv2 without logging.
-    action load() {
-        prob_reg.read(rec.prob, index);
-        rate_reg.read(rec.state0, index);
-        last_arrival_reg.read(v.last_arrival, index);
-        last_change_reg.read(v.last_change, index);
-        last_seq_reg.read(v.last_seq, index);
-        v.arrival = std_meta.egress_global_timestamp
-                    - (bit<48>)(std_meta.deq_timedelta & v.sojourn_mask);
     }
 
     table newque_rate {
@@ -125,24 +94,53 @@ control Newque(in bit<32> index,
         size = LOOKUP_ENTRIES;
     }
 
+    // Straight-line code in an action: p4c does not propagate its values as expressions
+    // into the register calls (each would become a temporary). The rest is in the apply
+    // block: p4c would predicate `if`s inside an action into conditional expressions,
+    // dearer than the tables and conditions they replace in BMv2 without logging.
+    action load() {
+        p_reg.read(rec.NEWQUE_P, index);
+        rate_reg.read(rec.NEWQUE_RATE, index);
+        last_arrival_reg.read(v.last_arrival, index);
+        last_change_reg.read(v.last_change, index);
+        last_seq_reg.read(v.last_seq, index);
+        v.arrival = std_meta.egress_global_timestamp
+                    - (bit<48>)(std_meta.deq_timedelta & v.sojourn_mask);
+    }
+
+    action init() {
+        rec.NEWQUE_P = 0;
+        rec.NEWQUE_RATE = 0;
+        v.last_arrival = v.arrival;
+        v.last_change = 0;
+        v.last_seq = arr_seq - 1;
+    }
+
+    action store() {
+        p_reg.write(index, rec.NEWQUE_P);
+        rate_reg.write(index, rec.NEWQUE_RATE);
+        last_arrival_reg.write(index, v.arrival);
+        last_change_reg.write(index, v.last_change);
+        last_seq_reg.write(index, arr_seq);
+    }
+
     apply {
         load();
         if (rec.fresh == 1) {
-            rec.prob = 0;
-            rec.state0 = 0;
-            v.last_arrival = v.arrival;
-            v.last_change = 0;
-            v.last_seq = arr_seq - 1;
+            init();
         }
+        // l: this packet and those BMv2 dropped at its full queue since the last one (the
+        // gap in ingress's arrival numbers); over departures, 1.
         rec.arr_seq = arr_seq;
         v.arrived = arr_seq - v.last_seq;
         if (v.sojourn_mask == 0) {
             v.arrived = 1;
         }
-        rec.state1 = v.arrived;
+        rec.NEWQUE_ARRIVED = v.arrived;
 
+        // r = (1 - e^(-T/K)) l / T + e^(-T/K) r_old, with 1 - e^(-T/K) = T g(T).
         v.gap = v.arrival - v.last_arrival;
-        if (v.gap > 0x7fffffffffff) {
+        if (NEGATIVE48(v.gap)) {
             v.gap = 0;
         }
         v.b = v.gap >> v.rate_shift;
@@ -160,51 +158,50 @@ control Newque(in bit<32> index,
                 }
             }
             v.rate = (bit<96>)v.gain * (bit<96>)v.arrived
-                     + ((v.keep * (bit<96>)rec.state0) >> 32);
+                     + ((v.keep * (bit<96>)rec.NEWQUE_RATE) >> 32);
             if (v.rate > (bit<96>)0xffffffff) {
                 v.rate = (bit<96>)0xffffffff;
             }
-            rec.state0 = (rate_t)v.rate;
+            rec.NEWQUE_RATE = (rate_t)v.rate;
         } else {
-            rec.state0 = 0;
+            rec.NEWQUE_RATE = 0;
         }
 
-        if (v.arrival - v.last_change <= 0x7fffffffffff
+        // r >= C or EQ = Q + 1 >= B: P += alpha; otherwise P -= beta; at most once per
+        // min_interval.
+        if (AT_OR_AFTER(v.arrival, v.last_change)
                 && v.arrival - v.last_change > (bit<48>)v.min_interval) {
             v.due = 1;
         }
-        if (rec.state0 >= v.capacity) {
+        if (rec.NEWQUE_RATE >= v.capacity) {
             v.over = 1;
         }
         rec.event = EVENT_HELD;
         if (v.over == 1 || (bit<32>)std_meta.enq_qdepth + 1 >= rec.limit) {
             if (v.due == 1) {
-                v.sum = (bit<64>)rec.prob + (bit<64>)v.alpha;
+                v.sum = (bit<64>)rec.NEWQUE_P + (bit<64>)v.alpha;
                 if (v.sum > (bit<64>)FRAC32_ONE) {
                     v.sum = (bit<64>)FRAC32_ONE;
                 }
-                rec.prob = (frac32_t)v.sum;
+                rec.NEWQUE_P = (frac32_t)v.sum;
                 v.last_change = v.arrival;
                 rec.event = EVENT_INCREASE;
             }
         } else if (v.due == 1) {
-            if (v.beta < rec.prob) {
-                rec.prob = rec.prob - v.beta;
+            if (v.beta < rec.NEWQUE_P) {
+                rec.NEWQUE_P = rec.NEWQUE_P - v.beta;
             } else {
-                rec.prob = 0;
+                rec.NEWQUE_P = 0;
             }
             v.last_change = v.arrival;
             rec.event = EVENT_DECREASE;
         }
-        prob_reg.write(index, rec.prob);
-        rate_reg.write(index, rec.state0);
-        last_arrival_reg.write(index, v.arrival);
-        last_change_reg.write(index, v.last_change);
-        last_seq_reg.write(index, arr_seq);
+        store();
 
+        // r >= C: the departing (front) packet is marked (ECT) or dropped (Not-ECT) with P.
         if (v.over == 1) {
             rec.region = REGION_A;
-            if (rec.rnd < rec.prob) {
+            if (rec.rnd < rec.NEWQUE_P) {
                 rec.fire = 1;
             }
         }

@@ -4,16 +4,12 @@
 #include "../aqm_types.p4"
 #include "../lib.p4"
 
-// PI (Hollot et al. 2001, control_plane/algorithms/pi.py): every interval (1/170 s),
-//   p += a (q - qref) - b (q_old - qref),  clamped to [0, 1]
-// with q the queue now (deq_qdepth: what the departing packet leaves behind). The first
-// packet to depart after a boundary runs the update. No packet departs during an interval
-// only if the queue was empty throughout it, so each interval missed that way is the update
-// with q = 0 (its sum, -b q_old - (a - b) qref per missed interval, is applied at once:
-// every term is <= 0 since a >= b, so clamping the sum equals clamping each step).
-// The change is the difference of two non-negative sums in P48:
-//   up = a q + b qref,  down = a qref + b q_old  (a qref, b qref, (a - b) qref: action data)
-// Every packet is marked (ECT) or dropped (Not-ECT) with p.
+// PI (Hollot et al. 2001): control_plane/algorithms/pi.py says what it does, where BMv2
+// makes us differ from the paper, and what each field below holds. The record's fields it
+// writes, by the paper's names:
+#define PI_Q_OLD state0     // q_old (packets)
+#define PI_UPDATES state1   // the updates it ran: 0, or 1 + those missed
+// and prob (p, FRAC32), deq_qdepth (the q it used), region, event.
 
 // A port's PI parameters and the control's working values: one header (red.p4 says why).
 header pi_h {
@@ -54,45 +50,65 @@ header pi_h {
 // How AqmDispatch applies the control.
 #define PI_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pi, std_meta, meta.rec);
 
-// record: prob = p (FRAC32), state0 = q_old (packets), state1 = intervals this packet
-// closed (0, or 1 + missed), event = EVENT_UPDATE when it ran the update, and then
-// deq_qdepth = the q it used.
 control Pi(in bit<32> index,
            inout pi_h v,
            in standard_metadata_t std_meta,
            inout aqm_record_h rec) {
 
     IntervalClock() clock;
-    register<p48_t>(PORT_SLOTS) prob_reg;
+    register<p48_t>(PORT_SLOTS) p_reg;
     register<bit<32>>(PORT_SLOTS) q_old_reg;
 
-    // An action: p4c does not propagate the cast into the register call (a temporary).
+    action load() {
+        p_reg.read(v.prob, index);
+        q_old_reg.read(rec.PI_Q_OLD, index);
+    }
+
+    action init() {
+        v.prob = 0;
+        rec.PI_Q_OLD = 0;
+    }
+
+    action store() {
+        p_reg.write(index, v.prob);
+        q_old_reg.write(index, rec.PI_Q_OLD);
+    }
+
+    // q, the queue the departing packet leaves behind. (An action: p4c does not propagate
+    // the cast into the register call, a temporary.)
     action sample_queue() {
         rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
     }
 
+    action updated() {
+        rec.PI_Q_OLD = rec.deq_qdepth;
+        store();
+        rec.event = EVENT_UPDATE;
+        rec.PI_UPDATES = v.missed + 1;
+    }
+
     apply {
-        prob_reg.read(v.prob, index);
-        q_old_reg.read(rec.state0, index);
+        load();
         if (rec.fresh == 1) {
-            v.prob = 0;
-            rec.state0 = 0;
+            init();
         }
         clock.apply(index, rec.fresh, std_meta.egress_global_timestamp, v.interval,
                     v.inv_interval, v.next, v.due, v.missed);
         if (v.due == 1) {
+            // The intervals no packet departed in: updates with q = 0, at once.
             if (v.missed != 0) {
-                v.idle = (bit<96>)v.b * (bit<96>)rec.state0
+                v.idle = (bit<96>)v.b * (bit<96>)rec.PI_Q_OLD
                          + (bit<96>)v.idle_step * (bit<96>)v.missed;
                 if (v.idle >= (bit<96>)v.prob) {
                     v.prob = 0;
                 } else {
                     v.prob = v.prob - (p48_t)v.idle;
                 }
-                rec.state0 = 0;
+                rec.PI_Q_OLD = 0;
             }
+            // p += a (q - qref) - b (q_old - qref), in [0, 1].
             sample_queue();
-            v.down = v.a_qref + v.b * (p48_t)rec.state0;
+            v.down = v.a_qref + v.b * (p48_t)rec.PI_Q_OLD;
             v.prob = v.prob + v.a * (p48_t)rec.deq_qdepth + v.b_qref;
             if (v.down >= v.prob) {
                 v.prob = 0;
@@ -102,17 +118,13 @@ control Pi(in bit<32> index,
             if (v.prob > P48_ONE) {
                 v.prob = P48_ONE;
             }
-            rec.state0 = rec.deq_qdepth;
-            prob_reg.write(index, v.prob);
-            q_old_reg.write(index, rec.state0);
-            rec.event = EVENT_UPDATE;
-            rec.state1 = v.missed + 1;
+            updated();
         } else if (rec.fresh == 1) {
-            prob_reg.write(index, v.prob);
-            q_old_reg.write(index, rec.state0);
+            store();
         }
 
-        // p in FRAC32, saturated: p <= 1.0, and only 1.0 is past FRAC32's range.
+        // Every packet is marked (ECT) or dropped (Not-ECT) with p: in FRAC32, saturated
+        // (p <= 1.0, and only 1.0 is past FRAC32's range).
         rec.prob = (frac32_t)(v.prob >> 16);
         if (v.prob == P48_ONE) {
             rec.prob = FRAC32_ONE;

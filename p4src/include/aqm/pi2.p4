@@ -1,26 +1,18 @@
 #ifndef P4AQM_PI2_P4
 #define P4AQM_PI2_P4
 
-#include "../aqm_types.p4"
-#include "../lib.p4"
+#include "pi_core.p4"
 
-// PI2 (RFC 9332's base AQM, control_plane/algorithms/pi2.py) at dequeue, in one queue, or
-// in DualPI2's two (dualpi2.p4: the same control with `dual` set). Every tupdate the base
-// probability p' moves by
-//   alpha (cur - target) + beta (cur - qdelay_old),   kept in [0, 1]
-// with cur the delay of the packet before the one that runs the update: each departing
-// packet's sojourn, 0 when it leaves its queue empty (DualPI2: classic packets' only, the
-// classic queue's delay drives p'). The first packet to depart at or after a boundary runs
-// the update; boundaries that passed without a departure found the queue(s) empty, so each
-// is the update with cur = 0, all of them at once:
-//   p' -= beta qdelay_old + alpha target * missed   (every step <= 0: clamping their sum
-// at 0 equals clamping each). Then the packet's class: ECT(1) and CE are L4S (RFC 9331),
-// Not-ECT and ECT(0) classic (DualPI2: the queue ingress put it in, by the same rule).
-// Classic packets fire with p'^2 (the square by multiplication, 97 bits wide); L4S packets
-// with min(k p', 1), or (DualPI2) with 1 when their own sojourn exceeds step_thresh and
-// they found at least step_qlen packets in the L queue. Overload (RFC 9332 4.2.3): once
-// k p' >= 1 a classic packet that fires is dropped even if ECN-capable, and an L4S packet
-// is dropped with p'^2 and marked otherwise.
+// PI2 (RFC 9332's base AQM) at dequeue, in one queue, or in DualPI2's two (dualpi2.p4: the
+// same control with `dual` set): control_plane/algorithms/pi2.py says what it does, where
+// BMv2 makes us differ from the RFC, and what each field below holds. The record's fields
+// it writes, by the RFC's names:
+#define PI2_QDELAY_OLD state0   // qdelay_old (USEC)
+#define PI2_BASE_PROB state1    // p' (FRAC32)
+#define PI2_QDELAY avg          // the delay its update used (USEC)
+#define PI2_UPDATES count       // the updates it ran: 0, or 1 + those missed
+#define PI2_CLASS group         // PI2_CLASSIC or PI2_L4S (the verdict counts per class)
+// and prob (the packet's own probability), deq_qdepth, region, event.
 const bit<8> PI2_CLASSIC = 0;
 const bit<8> PI2_L4S = 1;
 // pi2_h.dual: one queue, DualPI2 sharing the port's rate (dualpi2.p4's charge), DualPI2 on
@@ -54,11 +46,11 @@ header pi2_h {
     p48_t    prob;       // p'
     usec_t   cur;        // this packet's delay (0: it left its queue empty)
     usec_t   prev;       // the delay the next update uses
-    bit<96>  up;         // alpha cur + beta cur, P48 widened
+    bit<96>  up;         // alpha cur + beta cur + p', P48 widened
     // alpha target + beta qdelay_old; for the missed updates, beta qdelay_old + alpha target m
     bit<96>  down;
-    bit<64>  coupled;    // k p' (P48)
-    bit<64>  classic;    // p'^2 (FRAC32, saturated)
+    bit<64>  coupled;    // p_CL = k p' (P48)
+    bit<64>  classic;    // p_C = p'^2 (FRAC32, saturated)
 }
 
 // The aqm_config actions, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
@@ -91,98 +83,58 @@ header pi2_h {
 // How AqmDispatch applies the control.
 #define PI2_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pi2, std_meta, meta.rec);
 
-// record: prob = the packet's probability (FRAC32: p'^2 for a classic packet, min(k p', 1)
-// for an L4S one, 1 when the step marks it, its drop probability p'^2 in overload), state0 =
-// qdelay_old (USEC), state1 = p' (FRAC32), group = the packet's class (PI2_CLASSIC,
-// PI2_L4S: the verdict counts marks and drops per class), count = boundaries this packet
-// closed (0, or 1 + missed), avg = the delay its update used (USEC), event = EVENT_UPDATE
-// when it ran one, deq_qdepth; region = A while its probability is above 0, B when the
-// step marks it, FORCED when it fires in overload.
-control Pi2(in bit<32> index,
-            inout pi2_h v,
-            in standard_metadata_t std_meta,
-            inout aqm_record_h rec) {
+// RFC 9332's update of p', when it is due: the change kept in [0, 1], then each update
+// that found the queue(s) empty (qdelay 0), all at once: p' -= beta qdelay_old + alpha
+// target missed (every step <= 0: clamping their sum at 0 equals clamping each).
+control Pi2Update(inout pi2_h v,
+                  inout aqm_record_h rec) {
 
-    IntervalClock() clock;
-    register<p48_t>(PORT_SLOTS) prob_reg;
-    register<usec_t>(PORT_SLOTS) old_reg;
-    register<usec_t>(PORT_SLOTS) prev_reg;
-
-    action load() {
-        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
-        prob_reg.read(v.prob, index);
-        old_reg.read(rec.state0, index);
-        prev_reg.read(v.prev, index);
-    }
-
-    action store() {
-        prob_reg.write(index, v.prob);
-        old_reg.write(index, rec.state0);
-        prev_reg.write(index, v.prev);
-    }
+    PiUpdate() pi_update;
 
     apply {
-        load();
-        if (rec.fresh == 1) {
+        rec.PI2_QDELAY = v.prev;
+        pi_update.apply(v.alpha, v.beta, v.alpha_target, v.prev, rec.PI2_QDELAY_OLD,
+                        (bit<96>)v.prob, v.up, v.down);
+        if (v.down >= v.up) {
             v.prob = 0;
-            rec.state0 = 0;
-            v.prev = 0;
+        } else if (v.up - v.down >= (bit<96>)P48_ONE) {
+            v.prob = P48_ONE;
+        } else {
+            v.prob = (p48_t)(v.up - v.down);
         }
-        // DualPI2: the queue the packet left (ingress classified it); PI2: its ECN field.
-#ifdef P4AQM_WITH_PRIORITY_QUEUES
-        if (v.dual != PI2_ONE_QUEUE) {
-            if (std_meta.priority == 1) {
-                rec.group = PI2_L4S;
-            }
-        } else
-#endif
-        if (rec.ecn_in[0:0] == 1) {     // ECT(1) or CE
-            rec.group = PI2_L4S;
-        }
-        if (rec.deq_qdepth != 0) {
-            v.cur = std_meta.deq_timedelta;
-        }
-        clock.apply(index, rec.fresh, std_meta.egress_global_timestamp, v.tupdate,
-                    v.inv_tupdate, v.next, v.due, v.missed);
-        if (v.due == 1) {
-            rec.avg = v.prev;
-            v.up = (bit<96>)v.alpha * (bit<96>)v.prev + (bit<96>)v.beta * (bit<96>)v.prev
-                   + (bit<96>)v.prob;
-            v.down = (bit<96>)v.alpha_target + (bit<96>)v.beta * (bit<96>)rec.state0;
-            if (v.down >= v.up) {
+        rec.PI2_QDELAY_OLD = v.prev;
+        if (v.missed != 0) {
+            v.down = (bit<96>)v.beta * (bit<96>)rec.PI2_QDELAY_OLD
+                     + (bit<96>)v.alpha_target * (bit<96>)v.missed;
+            if (v.down >= (bit<96>)v.prob) {
                 v.prob = 0;
-            } else if (v.up - v.down >= (bit<96>)P48_ONE) {
-                v.prob = P48_ONE;
             } else {
-                v.prob = (p48_t)(v.up - v.down);
+                v.prob = v.prob - (p48_t)v.down;
             }
-            rec.state0 = v.prev;
-            if (v.missed != 0) {
-                v.down = (bit<96>)v.beta * (bit<96>)rec.state0
-                         + (bit<96>)v.alpha_target * (bit<96>)v.missed;
-                if (v.down >= (bit<96>)v.prob) {
-                    v.prob = 0;
-                } else {
-                    v.prob = v.prob - (p48_t)v.down;
-                }
-                rec.state0 = 0;
-            }
-            rec.event = EVENT_UPDATE;
-            rec.count = v.missed + 1;
+            rec.PI2_QDELAY_OLD = 0;
         }
-#ifdef P4AQM_WITH_PRIORITY_QUEUES
-        if (v.dual == PI2_ONE_QUEUE || rec.group == PI2_CLASSIC)
-#endif
-        {
-            v.prev = v.cur;
-        }
+        rec.event = EVENT_UPDATE;
+        rec.PI2_UPDATES = v.missed + 1;
+    }
+}
 
+// The packet's signal (RFC 9332): a classic packet fires with p_C = p'^2 (the square by
+// multiplication, 97 bits wide); an L4S one with p_CL = min(k p', 1), or (DualPI2) with 1
+// when its own sojourn exceeds step_thresh and it found at least step_qlen packets in the
+// L queue. Overload (RFC 9332 4.2.3): once k p' >= 1 a classic packet that fires is
+// dropped even if ECN-capable, and an L4S packet is dropped with p'^2 and marked
+// otherwise. Region A while its probability is above 0, B when the step marks it, FORCED
+// when it fires in overload.
+control Pi2Signal(in standard_metadata_t std_meta,
+                  inout pi2_h v,
+                  inout aqm_record_h rec) {
+    apply {
         v.classic = (bit<64>)(((bit<128>)v.prob * (bit<128>)v.prob) >> 64);
         if (v.classic > (bit<64>)FRAC32_ONE) {
             v.classic = (bit<64>)FRAC32_ONE;
         }
         v.coupled = v.prob * (bit<64>)v.k;
-        if (rec.group == PI2_CLASSIC) {
+        if (rec.PI2_CLASS == PI2_CLASSIC) {
             rec.prob = (frac32_t)v.classic;
             if (rec.rnd < rec.prob) {
                 rec.fire = 1;
@@ -213,10 +165,74 @@ control Pi2(in bit<32> index,
         if (rec.region == REGION_NONE && rec.prob != 0) {
             rec.region = REGION_A;
         }
+    }
+}
+
+control Pi2(in bit<32> index,
+            inout pi2_h v,
+            in standard_metadata_t std_meta,
+            inout aqm_record_h rec) {
+
+    PiCore() pi_core;
+    Pi2Update() update;
+    Pi2Signal() signal;
+    register<p48_t>(PORT_SLOTS) base_prob_reg;
+    register<usec_t>(PORT_SLOTS) qdelay_old_reg;
+    register<usec_t>(PORT_SLOTS) prev_reg;
+
+    action load() {
+        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
+        base_prob_reg.read(v.prob, index);
+        qdelay_old_reg.read(rec.PI2_QDELAY_OLD, index);
+        prev_reg.read(v.prev, index);
+    }
+
+    action init() {
+        v.prob = 0;
+        rec.PI2_QDELAY_OLD = 0;
+        v.prev = 0;
+    }
+
+    action store() {
+        base_prob_reg.write(index, v.prob);
+        qdelay_old_reg.write(index, rec.PI2_QDELAY_OLD);
+        prev_reg.write(index, v.prev);
+    }
+
+    apply {
+        load();
+        if (rec.fresh == 1) {
+            init();
+        }
+        // The packet's class: DualPI2, the queue it left (ingress classified it); PI2, its
+        // ECN field: ECT(1) and CE are L4S (RFC 9331).
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
+        if (v.dual != PI2_ONE_QUEUE) {
+            if (std_meta.priority == 1) {
+                rec.PI2_CLASS = PI2_L4S;
+            }
+        } else
+#endif
+        if (rec.ecn_in[0:0] == 1) {
+            rec.PI2_CLASS = PI2_L4S;
+        }
+        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, v.tupdate, v.inv_tupdate,
+                      v.cur, v.next, v.due, v.missed);
+        if (v.due == 1) {
+            update.apply(v, rec);
+        }
+        // DualPI2: only the classic queue's delay drives p'.
+#ifdef P4AQM_WITH_PRIORITY_QUEUES
+        if (v.dual == PI2_ONE_QUEUE || rec.PI2_CLASS == PI2_CLASSIC)
+#endif
+        {
+            v.prev = v.cur;
+        }
+        signal.apply(std_meta, v, rec);
         // p' in FRAC32, saturated: p' <= 1.0, and only 1.0 is past FRAC32's range.
-        rec.state1 = (frac32_t)(v.prob >> 16);
+        rec.PI2_BASE_PROB = (frac32_t)(v.prob >> 16);
         if (v.prob == P48_ONE) {
-            rec.state1 = FRAC32_ONE;
+            rec.PI2_BASE_PROB = FRAC32_ONE;
         }
         store();
     }

@@ -1,26 +1,16 @@
 #ifndef P4AQM_PIE_P4
 #define P4AQM_PIE_P4
 
-#include "../aqm_types.p4"
-#include "../lib.p4"
+#include "pi_core.p4"
 
-// PIE (RFC 8033, control_plane/algorithms/pie.py) at dequeue. current_qdelay is each
-// departing packet's sojourn (RFC 8033 5.2's timestamps), 0 when it leaves the queue empty
-// (Linux's rule: the queue is idle). Every tupdate the drop probability p moves by
-//   (alpha (cur - target) + beta (cur - qdelay_old)) >> k,   k from p's band (4.2's table)
-// with the increase capped at 0.02 once p >= 0.1 (5.5), then p *= decay when cur = old = 0
-// (idle), then qdelay_old = cur and the burst allowance shrinks by tupdate. The first packet
-// to depart at or after a boundary runs the update with the current_qdelay of the packet
-// before it (the last one dequeued when the timer would have fired). Boundaries that passed
-// without a departure found the queue empty: each is an idle update, applied at once from the
-// reference orbit of p under idle updates (tables pie_idle_from, pie_idle_to; see pie.py).
-// Each packet then (RFC's enque and drop_early): the burst allowance (max_burst at the
-// start) is refilled to max_burst when p = 0 and cur and qdelay_old are below target / 2;
-// while it lasts nothing is dropped; else no drop either when qdelay_old < target / 2 and
-// p < 0.2, or when the
-// packet found at most min_backlog packets queued; else it fires with p (rnd < p, or
-// derandomised: the accumulated p below 0.85 never, at 8.5 or more always). In an ECN mode
-// an ECN-capable packet is marked while p <= mark_ecnth and dropped above (region FORCED).
+// PIE (RFC 8033) at dequeue: control_plane/algorithms/pie.py says what it does, where
+// BMv2 makes us differ from the RFC, and what each field below holds. The record's fields
+// it writes, by the RFC's names:
+#define PIE_QDELAY_OLD state0        // qdelay_old (USEC)
+#define PIE_BURST_ALLOWANCE state1   // burst_allowance (USEC)
+#define PIE_QDELAY avg               // the current_qdelay its update used (USEC)
+#define PIE_UPDATES count            // the updates it ran: 0, or 1 + those missed
+// and prob (drop_prob, FRAC32), deq_qdepth, region, event.
 // The auto-scaling bands (P48, rounded up: p < band is the RFC's p < 10^-k).
 const p48_t PIE_BAND_6 = 281474977;          // 1e-6
 const p48_t PIE_BAND_5 = 2814749768;         // 1e-5
@@ -50,14 +40,14 @@ header pie_h {
     bit<48> next;          // the next update (IntervalClock)
     bit<32> missed;        // boundaries that passed without a departure
     bit<8>  due;           // this packet runs the update
-    p48_t   prob;
+    p48_t   prob;          // drop_prob
     usec_t  cur;           // this packet's current_qdelay
     usec_t  prev;          // the packet before it's (the update's current_qdelay)
     bit<96> up;            // alpha cur + beta cur, P48 widened
     bit<96> down;          // alpha target + beta qdelay_old
     bit<96> step;
     bit<8>  shift;         // the auto-scaling band's
-    bit<64> accu;          // derandomisation: p accumulated since the last signal (P48)
+    bit<64> accu;          // accu_prob: p accumulated since the last signal (P48)
     bit<64> t;             // the idle orbit's position, steps * 2^16
     bit<16> bucket;
 }
@@ -90,23 +80,14 @@ header pie_h {
 // How AqmDispatch applies the control.
 #define PIE_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pie, std_meta, meta.rec);
 
-// record: deq_qdepth, prob = p (FRAC32), state0 = qdelay_old (USEC), state1 = burst allowance (USEC),
-// count = boundaries this packet closed (0, or 1 + missed), avg = the current_qdelay its
-// update used (USEC), event = EVENT_UPDATE when it ran the update, region = A while p > 0,
-// FORCED when an ECN-capable packet fires above mark_ecnth.
-control Pie(in bit<32> index,
-            inout pie_h v,
-            in standard_metadata_t std_meta,
-            inout aqm_record_h rec) {
+// Updates that found the queue empty (cur = qdelay_old = 0), `missed` of them at once: p
+// moves that many points along the orbit of p under idle updates (control_plane/
+// algorithms/pie.py), found between two of its points (pie_idle_from) and interpolated
+// (pie_idle_to); each takes one tupdate of burst allowance.
+control PieIdleUpdates(in bit<32> index,
+                       inout pie_h v,
+                       inout aqm_record_h rec) {
 
-    IntervalClock() clock;
-    register<p48_t>(PORT_SLOTS) prob_reg;
-    register<usec_t>(PORT_SLOTS) old_reg;
-    register<usec_t>(PORT_SLOTS) prev_reg;
-    register<usec_t>(PORT_SLOTS) burst_reg;
-    register<bit<64>>(PORT_SLOTS) accu_reg;
-
-    // The idle orbit (pie.py): p between two of its points, as steps from its start.
     action orbit_position(bit<32> steps, p48_t top, bit<64> gain) {
         v.t = ((bit<64>)steps << 16)
               + (bit<64>)(((bit<96>)(top - v.prob) * (bit<96>)gain) >> 32);
@@ -140,118 +121,101 @@ control Pie(in bit<32> index,
         size = LOOKUP_ENTRIES;
     }
 
-    action load() {
-        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
-        prob_reg.read(v.prob, index);
-        old_reg.read(rec.state0, index);
-        prev_reg.read(v.prev, index);
-        burst_reg.read(rec.state1, index);
-        accu_reg.read(v.accu, index);
+    apply {
+        rec.PIE_QDELAY_OLD = 0;
+        if (v.prob != 0) {
+            pie_idle_from.apply();
+            v.t = v.t + ((bit<64>)v.missed << 16);
+            if (v.t >= ((bit<64>)BUCKET_MAX << 16)) {
+                v.bucket = BUCKET_MAX;
+            } else {
+                v.bucket = (bit<16>)(v.t >> 16);
+            }
+            pie_idle_to.apply();
+        }
+        v.up = (bit<96>)v.tupdate * (bit<96>)v.missed;
+        if ((bit<96>)rec.PIE_BURST_ALLOWANCE > v.up) {
+            rec.PIE_BURST_ALLOWANCE = rec.PIE_BURST_ALLOWANCE - (bit<32>)v.up;
+        } else {
+            rec.PIE_BURST_ALLOWANCE = 0;
+        }
     }
+}
 
-    action store() {
-        prob_reg.write(index, v.prob);
-        old_reg.write(index, rec.state0);
-        prev_reg.write(index, v.cur);
-        burst_reg.write(index, rec.state1);
-        accu_reg.write(index, v.accu);
-    }
+// RFC 8033's calculate_drop_prob, when the update is due.
+control PieCalculateDropProb(in bit<32> index,
+                             inout pie_h v,
+                             inout aqm_record_h rec) {
+
+    PiUpdate() pi_update;
+    PieIdleUpdates() idle_updates;
 
     apply {
-        load();
-        if (rec.fresh == 1) {
-            v.prob = 0;
-            rec.state0 = 0;
-            v.prev = 0;
-            rec.state1 = v.max_burst;
-            v.accu = 0;
+        rec.PIE_QDELAY = v.prev;
+        pi_update.apply(v.alpha, v.beta, v.alpha_target, v.prev, rec.PIE_QDELAY_OLD, 0,
+                        v.up, v.down);
+        // Auto-tuning (RFC 8033 4.2): the change scaled down by p's band.
+        if (v.prob < PIE_BAND_6) {
+            v.shift = 11;
+        } else if (v.prob < PIE_BAND_5) {
+            v.shift = 9;
+        } else if (v.prob < PIE_BAND_4) {
+            v.shift = 7;
+        } else if (v.prob < PIE_BAND_3) {
+            v.shift = 5;
+        } else if (v.prob < PIE_BAND_2) {
+            v.shift = 3;
+        } else if (v.prob < PIE_BAND_1) {
+            v.shift = 1;
         }
-        if (rec.deq_qdepth != 0) {
-            v.cur = std_meta.deq_timedelta;
-        }
-        clock.apply(index, rec.fresh, std_meta.egress_global_timestamp, v.tupdate,
-                    v.inv_tupdate, v.next, v.due, v.missed);
-        if (v.due == 1) {
-            rec.avg = v.prev;
-            v.up = (bit<96>)v.alpha * (bit<96>)v.prev + (bit<96>)v.beta * (bit<96>)v.prev;
-            v.down = (bit<96>)v.alpha_target + (bit<96>)v.beta * (bit<96>)rec.state0;
-            if (v.prob < PIE_BAND_6) {
-                v.shift = 11;
-            } else if (v.prob < PIE_BAND_5) {
-                v.shift = 9;
-            } else if (v.prob < PIE_BAND_4) {
-                v.shift = 7;
-            } else if (v.prob < PIE_BAND_3) {
-                v.shift = 5;
-            } else if (v.prob < PIE_BAND_2) {
-                v.shift = 3;
-            } else if (v.prob < PIE_BAND_1) {
-                v.shift = 1;
+        if (v.up >= v.down) {
+            // An increase, capped at `cap` once p >= 0.1 (RFC 8033 5.5), p at most 1.
+            v.step = (v.up - v.down) >> v.shift;
+            if (v.prob >= PIE_BAND_1 && v.step > (bit<96>)v.cap) {
+                v.step = (bit<96>)v.cap;
             }
-            if (v.up >= v.down) {
-                v.step = (v.up - v.down) >> v.shift;
-                if (v.prob >= PIE_BAND_1 && v.step > (bit<96>)v.cap) {
-                    v.step = (bit<96>)v.cap;
-                }
-                v.step = v.step + (bit<96>)v.prob;
-                if (v.step > (bit<96>)P48_ONE) {
-                    v.step = (bit<96>)P48_ONE;
-                }
-                v.prob = (p48_t)v.step;
+            v.step = v.step + (bit<96>)v.prob;
+            if (v.step > (bit<96>)P48_ONE) {
+                v.step = (bit<96>)P48_ONE;
+            }
+            v.prob = (p48_t)v.step;
+        } else {
+            v.step = (v.down - v.up) >> v.shift;
+            if (v.step >= (bit<96>)v.prob) {
+                v.prob = 0;
             } else {
-                v.step = (v.down - v.up) >> v.shift;
-                if (v.step >= (bit<96>)v.prob) {
-                    v.prob = 0;
-                } else {
-                    v.prob = v.prob - (p48_t)v.step;
-                }
+                v.prob = v.prob - (p48_t)v.step;
             }
-            if (v.prev == 0 && rec.state0 == 0) {
-                v.prob = (p48_t)(((bit<96>)v.prob * (bit<96>)v.decay) >> 32);
-            }
-            rec.state0 = v.prev;
-            if (rec.state1 > v.tupdate) {
-                rec.state1 = rec.state1 - v.tupdate;
-            } else {
-                rec.state1 = 0;
-            }
-            if (v.missed != 0) {
-                // Idle updates: cur = qdelay_old = 0, each taking one tupdate of allowance.
-                rec.state0 = 0;
-                if (v.prob != 0) {
-                    pie_idle_from.apply();
-                    v.t = v.t + ((bit<64>)v.missed << 16);
-                    if (v.t >= ((bit<64>)BUCKET_MAX << 16)) {
-                        v.bucket = BUCKET_MAX;
-                    } else {
-                        v.bucket = (bit<16>)(v.t >> 16);
-                    }
-                    pie_idle_to.apply();
-                }
-                v.up = (bit<96>)v.tupdate * (bit<96>)v.missed;
-                if ((bit<96>)rec.state1 > v.up) {
-                    rec.state1 = rec.state1 - (bit<32>)v.up;
-                } else {
-                    rec.state1 = 0;
-                }
-            }
-            rec.event = EVENT_UPDATE;
-            rec.count = v.missed + 1;
         }
+        // The queue was idle: p decays.
+        if (v.prev == 0 && rec.PIE_QDELAY_OLD == 0) {
+            v.prob = (p48_t)(((bit<96>)v.prob * (bit<96>)v.decay) >> 32);
+        }
+        rec.PIE_QDELAY_OLD = v.prev;
+        if (rec.PIE_BURST_ALLOWANCE > v.tupdate) {
+            rec.PIE_BURST_ALLOWANCE = rec.PIE_BURST_ALLOWANCE - v.tupdate;
+        } else {
+            rec.PIE_BURST_ALLOWANCE = 0;
+        }
+        if (v.missed != 0) {
+            idle_updates.apply(index, v, rec);
+        }
+        rec.event = EVENT_UPDATE;
+        rec.PIE_UPDATES = v.missed + 1;
+    }
+}
 
-        if (v.prob == 0 && v.cur < v.half_target && rec.state0 < v.half_target) {
-            rec.state1 = v.max_burst;
-        }
-        // p in FRAC32, saturated: p <= 1.0, and only 1.0 is past FRAC32's range.
-        rec.prob = (frac32_t)(v.prob >> 16);
-        if (v.prob == P48_ONE) {
-            rec.prob = FRAC32_ONE;
-        }
-        if (rec.prob != 0) {
-            rec.region = REGION_A;
-        }
-        if (rec.state1 == 0
-                && !(rec.state0 < v.half_target && v.prob < PIE_SAFE_P)
+// RFC 8033's drop_early: no signal while the burst allowance lasts, nor when the delay is
+// low and p too (qdelay_old < target / 2 and p < 0.2), nor when the packet found at most
+// min_backlog packets queued; else the packet fires with p, or derandomised (RFC 8033
+// 5.4: the accumulated p below 0.85 never, at 8.5 or more always). In an ECN mode an
+// ECN-capable packet is marked while p <= mark_ecnth and dropped above (region FORCED).
+control PieDropEarly(in standard_metadata_t std_meta,
+                     inout pie_h v,
+                     inout aqm_record_h rec) {
+    apply {
+        if (rec.PIE_BURST_ALLOWANCE == 0
+                && !(rec.PIE_QDELAY_OLD < v.half_target && v.prob < PIE_SAFE_P)
                 && (bit<32>)std_meta.enq_qdepth > v.min_backlog) {
             if (v.derandomize == 0) {
                 if (rec.rnd < rec.prob) {
@@ -275,6 +239,71 @@ control Pie(in bit<32> index,
                 }
             }
         }
+    }
+}
+
+control Pie(in bit<32> index,
+            inout pie_h v,
+            in standard_metadata_t std_meta,
+            inout aqm_record_h rec) {
+
+    PiCore() pi_core;
+    PieCalculateDropProb() calculate_drop_prob;
+    PieDropEarly() drop_early;
+    register<p48_t>(PORT_SLOTS) drop_prob_reg;
+    register<usec_t>(PORT_SLOTS) qdelay_old_reg;
+    register<usec_t>(PORT_SLOTS) prev_reg;
+    register<usec_t>(PORT_SLOTS) burst_allowance_reg;
+    register<bit<64>>(PORT_SLOTS) accu_prob_reg;
+
+    action load() {
+        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
+        drop_prob_reg.read(v.prob, index);
+        qdelay_old_reg.read(rec.PIE_QDELAY_OLD, index);
+        prev_reg.read(v.prev, index);
+        burst_allowance_reg.read(rec.PIE_BURST_ALLOWANCE, index);
+        accu_prob_reg.read(v.accu, index);
+    }
+
+    action init() {
+        v.prob = 0;
+        rec.PIE_QDELAY_OLD = 0;
+        v.prev = 0;
+        rec.PIE_BURST_ALLOWANCE = v.max_burst;
+        v.accu = 0;
+    }
+
+    action store() {
+        drop_prob_reg.write(index, v.prob);
+        qdelay_old_reg.write(index, rec.PIE_QDELAY_OLD);
+        prev_reg.write(index, v.cur);
+        burst_allowance_reg.write(index, rec.PIE_BURST_ALLOWANCE);
+        accu_prob_reg.write(index, v.accu);
+    }
+
+    apply {
+        load();
+        if (rec.fresh == 1) {
+            init();
+        }
+        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, v.tupdate, v.inv_tupdate,
+                      v.cur, v.next, v.due, v.missed);
+        if (v.due == 1) {
+            calculate_drop_prob.apply(index, v, rec);
+        }
+        // The burst allowance refilled once p is 0 and both delays are low.
+        if (v.prob == 0 && v.cur < v.half_target && rec.PIE_QDELAY_OLD < v.half_target) {
+            rec.PIE_BURST_ALLOWANCE = v.max_burst;
+        }
+        // p in FRAC32, saturated: p <= 1.0, and only 1.0 is past FRAC32's range.
+        rec.prob = (frac32_t)(v.prob >> 16);
+        if (v.prob == P48_ONE) {
+            rec.prob = FRAC32_ONE;
+        }
+        if (rec.prob != 0) {
+            rec.region = REGION_A;
+        }
+        drop_early.apply(std_meta, v, rec);
         store();
     }
 }

@@ -10,10 +10,10 @@
 //   idle arrival:  avg *= (1 - wq)^m, m = idle time / packet time
 // The register keeps QAVG (packets * 2^32) so that a small wq still moves it; the rest of
 // the pipeline reads QPKT (avg >> 16).
-// (1 - wq)^m comes from the idle_decay table, as P4-CoDel replaces its square root with a
-// lookup: the controller writes, per bucket of 2^idle_shift microseconds, the factor at
-// the bucket's start and how much it falls across the bucket; the data plane interpolates
-// linearly. An idle time past the last bucket misses and resets the average to 0.
+// (1 - wq)^m comes from the idle_decay table (control_plane/lookup.py): the controller
+// writes, per bucket of 2^idle_shift microseconds, the factor at the bucket's start and how
+// much it falls across the bucket; the data plane interpolates linearly. An idle time past
+// the last bucket misses and resets the average to 0.
 // Working values in red_h (red.p4). record: avg.
 control QueueAverage(in bit<32> index,
                      inout red_h v,
@@ -65,7 +65,7 @@ control QueueAverage(in bit<32> index,
         if (std_meta.enq_qdepth == 0) {
             idle_time();
             // The previous departure can be stamped a little after this arrival.
-            if (v.idle > 0x7fffffffffff) {
+            if (NEGATIVE48(v.idle)) {
                 no_idle_time();
             }
             idle_decay.apply();

@@ -4,18 +4,13 @@
 #include "../aqm_types.p4"
 #include "../lib.p4"
 
-// REM (Athuraliya et al. 2001, control_plane/algorithms/rem.py): every interval,
-//   price <- max(0, price + gamma (alpha (b - b*) + x - c)),  mark = 1 - phi^(-price)
-// with b the backlog now (deq_qdepth), x the packets that arrived in the interval and c
-// the packets the link serves in one (the units of the authors' ns-2 code). x comes from
-// the arrival numbers ingress stamps, so it counts packets BMv2 dropped at a full queue
-// too. The first packet to depart after a boundary runs the update; a missed interval
-// (no departure: an empty queue, b = x = 0) lowers the price by down = gamma (alpha b* + c).
-// The change is the difference of two non-negative PRICE sums:
-//   up = gamma alpha b + gamma x,  down (action data)
-// phi^(-price) comes from the rem_mark table, interpolated like idle_decay, keyed by
-// price >> in_shift (saturated to 32 bits) >> mark_shift; past the last bucket it is 0.
-// The marking probability is kept between updates: packets pay no lookup.
+// REM (Athuraliya et al. 2001): control_plane/algorithms/rem.py says what it does, where
+// BMv2 makes us differ from the paper, and what each field below holds. The record's
+// fields it writes, by the paper's names:
+#define REM_PRICE state0      // the link price p, * 2^16 (saturated)
+#define REM_ARRIVALS state1   // x, the packets that arrived in the interval it closed
+// and prob (the marking probability 1 - phi^(-p), FRAC32), deq_qdepth (the backlog b it
+// used), arr_seq, region, event.
 // Bounds that keep every sum inside 64 bits (gamma and gamma alpha are below 2^31).
 const bit<32> REM_X_MAX = 0xffffff;
 const price_t REM_PRICE_MAX = 0x3fffffffffffffff;
@@ -62,9 +57,6 @@ header rem_h {
 // How AqmDispatch applies the control.
 #define REM_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.rem, std_meta, meta.arr_seq, meta.rec);
 
-// record: prob = marking probability (FRAC32), state0 = price * 2^16 (saturated),
-// state1 = x of the interval this packet closed, event = EVENT_UPDATE when it did (and then
-// deq_qdepth = the backlog it used), arr_seq.
 control Rem(in bit<32> index,
             inout rem_h v,
             in standard_metadata_t std_meta,
@@ -75,6 +67,31 @@ control Rem(in bit<32> index,
     register<price_t>(PORT_SLOTS) price_reg;
     register<frac32_t>(PORT_SLOTS) mark_reg;
     register<bit<32>>(PORT_SLOTS) seq_reg;
+
+    action load() {
+        price_reg.read(v.price, index);
+        mark_reg.read(rec.prob, index);
+        seq_reg.read(v.seq, index);
+    }
+
+    action init() {
+        v.price = 0;
+        rec.prob = 0;
+        v.seq = arr_seq - 1;
+    }
+
+    action store() {
+        price_reg.write(index, v.price);
+        mark_reg.write(index, rec.prob);
+        seq_reg.write(index, v.seq);
+    }
+
+    action updated() {
+        price_reg.write(index, v.price);
+        mark_reg.write(index, rec.prob);
+        seq_reg.write(index, arr_seq);
+        rec.event = EVENT_UPDATE;
+    }
 
     // prob = 1 - phi^(-price), phi^(-price) interpolated in the bucket.
     action factor(frac32_t start_factor, frac32_t drop_across) {
@@ -98,31 +115,30 @@ control Rem(in bit<32> index,
     }
 
     apply {
-        price_reg.read(v.price, index);
-        mark_reg.read(rec.prob, index);
-        seq_reg.read(v.seq, index);
+        load();
         if (rec.fresh == 1) {
-            v.price = 0;
-            rec.prob = 0;
-            v.seq = arr_seq - 1;
+            init();
         }
         rec.arr_seq = arr_seq;
         clock.apply(index, rec.fresh, std_meta.egress_global_timestamp, v.interval,
                     v.inv_interval, v.next, v.due, v.missed);
         if (v.due == 1) {
+            // The intervals no packet departed in (b = x = 0): each lowers the price by
+            // down = gamma (alpha b* + c), at once.
             v.idle = (bit<96>)v.down * (bit<96>)v.missed;
             if (v.idle >= (bit<96>)v.price) {
                 v.price = 0;
             } else {
                 v.price = v.price - (price_t)v.idle;
             }
+            // p <- max(0, p + gamma (alpha (b - b*) + x - c)), as up - down.
             rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
-            rec.state1 = arr_seq - v.seq;
-            if (rec.state1 > REM_X_MAX) {
-                rec.state1 = REM_X_MAX;
+            rec.REM_ARRIVALS = arr_seq - v.seq;
+            if (rec.REM_ARRIVALS > REM_X_MAX) {
+                rec.REM_ARRIVALS = REM_X_MAX;
             }
             v.price = v.price + v.gamma_alpha * (bit<64>)rec.deq_qdepth
-                      + v.gamma * (bit<64>)rec.state1;
+                      + v.gamma * (bit<64>)rec.REM_ARRIVALS;
             if (v.down >= v.price) {
                 v.price = 0;
             } else {
@@ -131,6 +147,7 @@ control Rem(in bit<32> index,
             if (v.price > REM_PRICE_MAX) {
                 v.price = REM_PRICE_MAX;
             }
+            // The marking probability 1 - phi^(-p), from the rem_mark table.
             v.key = v.price >> v.in_shift;
             if (v.key > 0xffffffff) {
                 v.key = 0xffffffff;
@@ -141,14 +158,9 @@ control Rem(in bit<32> index,
             }
             v.bucket = (bit<16>)v.b;
             rem_mark.apply();
-            price_reg.write(index, v.price);
-            mark_reg.write(index, rec.prob);
-            seq_reg.write(index, arr_seq);
-            rec.event = EVENT_UPDATE;
+            updated();
         } else if (rec.fresh == 1) {
-            price_reg.write(index, v.price);
-            mark_reg.write(index, rec.prob);
-            seq_reg.write(index, v.seq);
+            store();
         }
 
         if (rec.prob != 0) {
@@ -161,7 +173,7 @@ control Rem(in bit<32> index,
         if (v.key > 0xffffffff) {
             v.key = 0xffffffff;
         }
-        rec.state0 = (bit<32>)v.key;
+        rec.REM_PRICE = (bit<32>)v.key;
     }
 }
 
