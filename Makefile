@@ -75,9 +75,14 @@ run: build
 	$(PY) -m experiments run demo
 
 ## smoke: the whole path in about a minute; e1 ... e7: the seed papers' experiments (SPEC E1-E7), e8: CoDel and PIE beside them, e9: classic and L4S flows under DualPI2; results in results/<name>/
+##        BACKEND=ns3: the same in the ns-3 twin, at the paper's scale (no root, no P4 toolchain;
+##        docs/experiments/twin.md)
 ## transport: the userspace MECN transport's Reno against Linux's (issue 6)
-$(EXPERIMENTS) transport: build
-	$(PY) -m experiments run $@
+ifneq ($(filter-out bmv2 ns3,$(BACKEND)),)
+$(error BACKEND=$(BACKEND): bmv2 (the switch, the default) or ns3 (its ns-3 twin))
+endif
+$(EXPERIMENTS) transport: $(if $(filter ns3,$(BACKEND)),,build)
+	$(PY) -m experiments run $@ $(if $(BACKEND),--backend $(BACKEND))
 
 ## bench: data-plane and control-plane benchmarks -> results/bench/*.json (~25 min, root);
 ## BENCH="--compare REV --instructions-only": this tree's instruction counts against REV's p4src;

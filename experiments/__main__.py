@@ -495,8 +495,9 @@ def report(folders: list[Path], out: Path | None = None) -> int:
     return 0
 
 
-def publish_command(folders: list[Path], name: str, beside: list[Path]) -> int:
-    if not name.replace("-", "").replace("_", "").isalnum() or not name.isascii():
+def publish_command(folders: list[Path], name: str | None, beside: list[Path]) -> int:
+    if name is not None and (not name.replace("-", "").replace("_", "").isalnum()
+                             or not name.isascii()):
         print(f"experiments: --as {name[:40]!r}: letters, digits, - and _ only",
               file=sys.stderr)
         return 2
@@ -580,9 +581,10 @@ def main(argv: list[str] | None = None) -> int:
                                          "(docs/results/, the experiment's page and the "
                                          "reproductions page)")
     out.add_argument("folders", type=Path, nargs="+", metavar="FOLDER")
-    out.add_argument("--as", dest="as_name", default=publish.MAIN, metavar="NAME",
-                     help="the name it is published under: `main` (default) for the plan "
-                          "as it stands, another for a controlled run (e.g. wait-1)")
+    out.add_argument("--as", dest="as_name", metavar="NAME",
+                     help="the name it is published under: by default `main` for the "
+                          "switch's plan as it stands, `ns3` for the twin's; another for a "
+                          "controlled run (e.g. wait-1)")
     out.add_argument("--beside", type=Path, action="append", default=[], metavar="FOLDER",
                      help="a folder of the plan's runs: the configurations the controlled "
                           "runs lack are taken from it, shown and judged with them (e.g. "

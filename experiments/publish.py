@@ -20,7 +20,7 @@ from typing import Callable
 
 from analysis import figures as docs_figures
 from analysis.results import run_metrics
-from analysis.stats import NOT_MEASURED
+from analysis.stats import DIFFERS, HOLDS, NOT_MEASURED, UNCLEAR
 from experiments import factors
 from experiments.base import PlanOptions, configurations
 from experiments.catalog import EXPERIMENTS
@@ -31,6 +31,8 @@ RESULTS = DOCS / "results"
 BEGIN = "<!-- published: begin (python -m experiments publish writes this block) -->"
 END = "<!-- published: end -->"
 MAIN = "main"
+# The ns-3 twin's plan as it stands, published beside the switch's `main`.
+TWIN = "ns3"
 
 
 class PublishError(Exception):
@@ -77,6 +79,11 @@ def gather(folders: list[Path], left_out: Callable[[Path], None] = lambda run: N
         raise PublishError(f"these folders hold finished runs of "
                            f"{', '.join(sorted(names)) or 'nothing'}: give folders of one "
                            "experiment")
+    backends = sorted({json.loads((run / "config.json").read_text()).get("backend", "bmv2")
+                       for run in runs.values()})
+    if len(backends) > 1:
+        raise PublishError(f"these folders hold runs of the switch and of its ns-3 twin "
+                           f"({', '.join(backends)}): publish them apart")
     done = [json.loads((run / "config.json").read_text()) for run in runs.values()]
     return names.pop(), [(label, run, run_metrics(run)) for (label, _), run in runs.items()], done
 
@@ -145,20 +152,25 @@ def alongside(experiment_name: str, changed: tuple[tuple[str, str], ...], beside
                          "factors": [list(f) for f in their.pop()]}
 
 
-def publish(folders: list[Path], name: str = MAIN, docs: Path | None = None,
+def publish(folders: list[Path], name: str | None = None, docs: Path | None = None,
             beside: list[Path] | None = None) -> list[Path]:
-    """Take finished runs into the documentation under `name`; returns what it wrote.
-    `beside`: folders of the plan's runs; those of the configurations the controlled runs'
-    factors leave alone are shown and judged with them (E6's NEWQUE readings beside the
-    other algorithms)."""
+    """Take finished runs into the documentation under `name` (by default `main` for the
+    switch's runs, `ns3` for the twin's); returns what it wrote. `beside`: folders of the
+    plan's runs; those of the configurations the controlled runs' factors leave alone are
+    shown and judged with them (E6's NEWQUE readings beside the other algorithms)."""
     docs = docs or DOCS
     experiment_name, results, configs = gather(folders)
     experiment = EXPERIMENTS[experiment_name]
+    backend = configs[0].get("backend", "bmv2")
+    name = name or (MAIN if backend == "bmv2" else TWIN)
+    if (name == MAIN) != (backend == "bmv2") and name in (MAIN, TWIN):
+        raise PublishError(f"`{name}` is the {'switch' if name == MAIN else 'twin'}'s plan; "
+                           f"these runs are the {'twin' if backend == 'ns3' else 'switch'}'s")
     changed = tuple(tuple(f) for f in configs[0].get("factors", []))
     own = len(results)
     others: dict = {}
     if beside:
-        if name == MAIN:
+        if name in (MAIN, TWIN):
             raise PublishError("runs published beside others are a controlled run: name it "
                                "with --as")
         added, kept, others = alongside(experiment_name, changed, beside)
@@ -176,7 +188,8 @@ def publish(folders: list[Path], name: str = MAIN, docs: Path | None = None,
         rows, drawn = experiment.report(runs, Path(tmp))
         figure_dir = docs_figures.emptied(figure_dir)
         written = [docs_figures.publish(png, figure_dir / png.name, sources) for png in drawn]
-    doc = {"experiment": experiment_name, "name": name, "title": experiment.title,
+    doc = {"experiment": experiment_name, "name": name, "backend": backend,
+           "title": experiment.title,
            "commits": commits(results[:own]), "program": programs[0],
            "repeats": max(m.get("repeats") and len(m["repeats"]) or 1 for _, _, m in runs),
            "configurations": len(runs), "runs": len(results),
@@ -245,9 +258,17 @@ def provenance(doc: dict) -> str:
                 + (f", changed: {factors.describe(others['factors'], meanings=False)}"
                    if others["factors"] else ", unchanged"))
     else:
-        text = (f"{head} {made} on build profile `{doc['program']}`"
+        where = (f"on build profile `{doc['program']}`" if backend(doc) == "bmv2"
+                 else "in the ns-3 twin (the golden models of its algorithms)")
+        text = (f"{head} {made} {where}"
                 + (f"; changed in every run: {changed}" if changed else ""))
     return text + (f". {doc['time']}" if doc["time"] else ".")
+
+
+def backend(doc: dict) -> str:
+    """Where a published run ran: the switch (bmv2; files published before the twin say
+    nothing) or its ns-3 twin."""
+    return doc.get("backend", "bmv2")
 
 
 def meanings(doc: dict) -> list[str]:
@@ -260,7 +281,10 @@ def heading(doc: dict) -> str:
     factors), or another run of the plan's (e.g. its --full sweep)."""
     if doc["name"] == MAIN:
         return "As planned"
-    return f"{'Controlled' if doc['factors'] else 'Also run'}: {doc['name']}"
+    if doc["name"] == TWIN:
+        return "In ns-3, as planned"
+    kind = "Controlled" if doc["factors"] else "Also run"
+    return f"{kind}{' in ns-3' if backend(doc) == 'ns3' else ''}: {doc['name']}"
 
 
 def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
@@ -290,21 +314,88 @@ def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
 def overview_name(experiment: str, doc: dict) -> str:
     """A published run as the overview names it: a link to its section on the experiment's
     page, with its factors (their meanings are on that page)."""
+    changed = factors.describe(doc["factors"], meanings=False)
+    return f"[{doc['name']}]({overview_anchor(experiment, doc)})" + (
+        f": {changed}" if changed else "")
+
+
+VERDICTS = (HOLDS, DIFFERS, UNCLEAR)
+PLURAL = {HOLDS: "hold", DIFFERS: "differ"}
+
+
+def planned(docs_of: list[dict], name: str) -> dict[str, dict]:
+    """The plan's claims as one backend judged them (the doc published as `name`), by claim."""
+    doc = next((d for d in docs_of if d["name"] == name), None)
+    return {} if doc is None else {c["claim"]: c for c in doc["claims"]
+                                   if c["verdict"] != NOT_MEASURED}
+
+
+def headline(everything: dict[str, list[dict]]) -> list[str]:
+    """How many of the planned claims hold, differ or are not distinguishable, per backend."""
+    lines = []
+    for name, where in ((MAIN, "On the switch"), (TWIN, "In the ns-3 twin")):
+        verdicts = [c["verdict"] for docs_of in everything.values()
+                    for c in planned(docs_of, name).values()]
+        if verdicts:
+            counts = ", ".join(f"{verdicts.count(v)} {PLURAL.get(v, v)}" for v in VERDICTS)
+            lines.append(f"- {where}: of the {len(verdicts)} claims judged as planned, "
+                         f"{counts}.")
+    return lines or ["Nothing published yet."]
+
+
+def why(experiment: str, claim: str, switch: str, twin: str, docs_of: list[dict]) -> str:
+    """Why the backends disagree on a claim: a controlled run of one that gives the other's
+    verdict (the twin with a behaviour of the switch's switched on, or the switch with one
+    of the papers' simulators'), else "not explained yet"."""
+    causes = []
+    for doc in docs_of:
+        if doc["name"] in (MAIN, TWIN) or not doc["factors"]:
+            continue
+        verdict = next((c["verdict"] for c in doc["claims"] if c["claim"] == claim), None)
+        target, side = (switch, "the twin") if backend(doc) == "ns3" else (twin, "the switch")
+        if verdict == target:
+            changed = " and ".join(f"`{n}={v}`" for n, v in doc["factors"])
+            other = "the switch's" if side == "the twin" else "the twin's"
+            causes.append(f"{side} with {changed} gives {other} verdict "
+                          f"([{doc['name']}]({overview_anchor(experiment, doc)}))")
+    return "; ".join(causes) if causes else "not explained yet"
+
+
+def overview_anchor(experiment: str, doc: dict) -> str:
     anchor = "".join(c for c in heading(doc).lower().replace(" ", "-")
                      if c.isalnum() or c == "-")
-    changed = factors.describe(doc["factors"], meanings=False)
-    return f"[{doc['name']}]({experiment}.md#{anchor})" + (f": {changed}" if changed else "")
+    return f"{experiment}.md#{anchor}"
+
+
+def verdict_cell(claim: dict | None) -> str:
+    return "-" if claim is None else f"**{claim['verdict']}**: {claim['ours']}"
 
 
 def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
-    rows = []
+    """The headline, each planned claim as the switch and the twin judge it (and why they
+    differ), then every claim of every controlled run."""
+    rows, controlled = [], []
     for experiment, docs_of in everything.items():
+        link = f"[{experiment.upper()}]({experiment}.md)"
+        switch, twin = planned(docs_of, MAIN), planned(docs_of, TWIN)
+        for claim in dict.fromkeys([*switch, *twin]):
+            s, t = switch.get(claim), twin.get(claim)
+            disagree = s is not None and t is not None and s["verdict"] != t["verdict"]
+            rows.append({"experiment": link, "claim": claim, "ns-3 twin": verdict_cell(t),
+                         "switch": verdict_cell(s),
+                         "why they differ": why(experiment, claim, s["verdict"], t["verdict"],
+                                                docs_of) if disagree else ""})
         for doc in docs_of:
+            if doc["name"] in (MAIN, TWIN):
+                continue
             for claim in (c for c in doc["claims"] if c["verdict"] != NOT_MEASURED):
-                rows.append({"experiment": f"[{experiment.upper()}]({experiment}.md)",
-                             "runs": overview_name(experiment, doc),
-                             "claim": claim["claim"], "verdict": claim["verdict"]})
-    return table(rows) + [""] if rows else ["Nothing published yet.", ""]
+                controlled.append({"experiment": link, "runs": overview_name(experiment, doc),
+                                   "on": "ns-3" if backend(doc) == "ns3" else "switch",
+                                   "claim": claim["claim"], "verdict": claim["verdict"]})
+    if not rows and not controlled:
+        return ["Nothing published yet.", ""]
+    return [*headline(everything), "", "### Each claim as planned", "", *table(rows), "",
+            "### Controlled runs", "", *(table(controlled) or ["None published yet."]), ""]
 
 
 def replaced(text: str, block: list[str]) -> str:

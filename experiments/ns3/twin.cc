@@ -1038,6 +1038,118 @@ class UdpReceiver : public Application
     Address m_from;
 };
 
+// ----- a packet trace (the tests' input) -------------------------------------------------------
+
+// UDP packets at given times (ns), of given IP sizes and codepoints, numbered by a
+// SegmentTag: the bottleneck sees exactly this arrival process when the sender runs on the
+// node in front of it.
+class TraceSender : public Application
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("p4aqm_twin::TraceSender")
+                                .SetParent<Application>()
+                                .AddConstructor<TraceSender>();
+        return tid;
+    }
+
+    void Setup(Address peer, std::vector<int64_t> timesNs, std::vector<uint32_t> sizes,
+               std::vector<uint8_t> ecn)
+    {
+        m_peer = peer;
+        m_times = timesNs;
+        m_sizes = sizes;
+        m_ecn = ecn;
+    }
+
+  private:
+    void StartApplication() override
+    {
+        m_socket = Socket::CreateSocket(GetNode(), UdpSocketFactory::GetTypeId());
+        m_socket->Bind();
+        m_socket->Connect(m_peer);
+        for (size_t k = 0; k < m_times.size(); k++)
+        {
+            Simulator::Schedule(NanoSeconds(m_times[k]) - Simulator::Now(), &TraceSender::Send,
+                                this, k);
+        }
+    }
+
+    void StopApplication() override
+    {
+    }
+
+    void Send(size_t k)
+    {
+        Ptr<Packet> p = Create<Packet>(m_sizes[k] - 28);
+        SegmentTag tag;
+        tag.seq = k;
+        p->AddPacketTag(tag);
+        m_socket->SetIpTos(m_ecn[k]);
+        m_socket->Send(p);
+    }
+
+    Ptr<Socket> m_socket;
+    Address m_peer;
+    std::vector<int64_t> m_times;
+    std::vector<uint32_t> m_sizes;
+    std::vector<uint8_t> m_ecn;
+};
+
+// What a trace's receiver got: each packet's number, arrival time (ns) and codepoint.
+class TraceReceiver : public Application
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("p4aqm_twin::TraceReceiver")
+                                .SetParent<Application>()
+                                .AddConstructor<TraceReceiver>();
+        return tid;
+    }
+
+    void Setup(uint16_t port)
+    {
+        m_port = port;
+    }
+
+    std::vector<uint32_t> seq;
+    std::vector<int64_t> atNs;
+    std::vector<int> ecn;
+
+  private:
+    void StartApplication() override
+    {
+        m_socket = Socket::CreateSocket(GetNode(), UdpSocketFactory::GetTypeId());
+        m_socket->SetIpRecvTos(true);
+        m_socket->Bind(InetSocketAddress(Ipv4Address::GetAny(), m_port));
+        m_socket->SetRecvCallback(MakeCallback(&TraceReceiver::Receive, this));
+    }
+
+    void StopApplication() override
+    {
+    }
+
+    void Receive(Ptr<Socket> socket)
+    {
+        while (Ptr<Packet> p = socket->Recv())
+        {
+            SegmentTag tag;
+            SocketIpTosTag tos;
+            if (p->PeekPacketTag(tag))
+            {
+                seq.push_back(tag.seq);
+                atNs.push_back(Simulator::Now().GetNanoSeconds());
+                ecn.push_back(p->PeekPacketTag(tos) ? tos.GetTos() & 3 : -1);
+            }
+        }
+    }
+
+    Ptr<Socket> m_socket;
+    uint16_t m_port = 0;
+};
+
 // ----- the network --------------------------------------------------------------------------
 
 // A host's TCP segments, counted as Linux's /proc/net/snmp does: sent (retransmissions
@@ -1210,6 +1322,26 @@ class Network
     {
         Ptr<UdpReceiver> receiver = CreateObject<UdpReceiver>();
         receiver->Setup(port, flow, hook);
+        m_nodes[node]->AddApplication(receiver);
+        receiver->SetStartTime(Seconds(0));
+        return PeekPointer(receiver);
+    }
+
+    TraceSender* AddTraceSender(uint32_t node, uint32_t to, uint16_t port,
+                                std::vector<int64_t> timesNs, std::vector<uint32_t> sizes,
+                                std::vector<uint8_t> ecn)
+    {
+        Ptr<TraceSender> sender = CreateObject<TraceSender>();
+        sender->Setup(InetSocketAddress(AddressOf(to), port), timesNs, sizes, ecn);
+        m_nodes[node]->AddApplication(sender);
+        sender->SetStartTime(Seconds(0));
+        return PeekPointer(sender);
+    }
+
+    TraceReceiver* AddTraceReceiver(uint32_t node, uint16_t port)
+    {
+        Ptr<TraceReceiver> receiver = CreateObject<TraceReceiver>();
+        receiver->Setup(port);
         m_nodes[node]->AddApplication(receiver);
         receiver->SetStartTime(Seconds(0));
         return PeekPointer(receiver);

@@ -1,0 +1,167 @@
+"""`python -m experiments run NAME --backend ns3`: the plan in the ns-3 twin, without root,
+p4c or Mininet, writing run folders that the switch's report, claims and publishing read
+as they are; a resume of a finished folder has nothing to do; Ctrl-C and SIGTERM end every
+simulation it started, with one line.
+
+The smoke experiment (two configurations, 6 s each) is the run: CI's bound for it is two
+minutes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis.results import run_metrics
+from experiments import publish
+from experiments.__main__ import main
+from experiments.base import PlanOptions, configurations
+from experiments.catalog import EXPERIMENTS
+from experiments.ns3.loader import Ns3Unavailable, available
+
+try:
+    available()
+    WHY = None
+except Ns3Unavailable as err:
+    WHY = str(err)
+pytestmark = pytest.mark.skipif(WHY is not None, reason=f"needs ns-3: {WHY}")
+
+REPO = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT = 120.0     # s: the smoke plan, 4 runs of 6 simulated seconds, 2 at a time
+PHASE_TIMEOUT = 60.0
+
+
+def experiments(*args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("twin")
+    done = experiments("run", "smoke", "--backend", "ns3", "--repeat", "2", "--jobs", "2",
+                       "--out", str(out))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    folders = list((out / "smoke").iterdir())
+    assert len(folders) == 1 and folders[0].name.endswith("-ns3")
+    return folders[0]
+
+
+def test_every_run_of_the_plan_ran_in_ns3_and_its_folder_says_so(smoke):
+    runs = sorted(p for p in smoke.iterdir() if p.is_dir())
+    assert [r.name for r in runs] == ["droptail.s1", "droptail.s2", "red_ecn.s1", "red_ecn.s2"]
+    for run in runs:
+        config = json.loads((run / "config.json").read_text())
+        versions = json.loads((run / "versions.json").read_text())
+        twin = json.loads((run / "twin.json").read_text())
+        assert config["backend"] == "ns3" and versions["backend"] == "ns3"
+        assert {"cpu", "cores", "cpu_mhz"} <= versions.keys()
+        assert twin["simulated_s"] >= config["duration"] and twin["packets_decided"] > 1000
+        for name in ("telemetry.csv", "counters.csv", "events.json", "connections.json",
+                     "flows/flow000.json", "flows/flow001.json", "metrics.json", "twin.log"):
+            assert (run / name).is_file(), f"{run.name}: no {name}"
+    summary = (smoke / "summary.md").read_text()
+    assert "Time: 4 runs in ns-3" in summary and "min simulated" in summary
+
+
+def test_the_switch_s_report_reads_the_twin_s_runs(smoke):
+    """Metrics, the report's rows and figures, from the same code as the switch's runs."""
+    results = [(p.name.rsplit(".s", 1)[0], p, run_metrics(p)) for p in sorted(smoke.iterdir())
+               if p.is_dir()]
+    for _, _, m in results:
+        # Both flows delivered, the 5 Mb/s link kept busy, no "switch kept rate" (the
+        # twin's queue keeps its rate by construction).
+        assert 4.0 < m["goodput_mbps"] < 5.2 and m["utilisation"] > 0.85
+        assert m["flows_failed"] == 0 and "service_ratio" not in m
+        assert m["senders"] == "kernel+rfc3168"
+    red = [m for label, _, m in results if label == "red_ecn"]
+    droptail = [m for label, _, m in results if label == "droptail"]
+    assert all(m["marks"] > 0 for m in red) and all(m["marks"] == 0 for m in droptail)
+    # RED keeps its queue below DropTail's full buffer.
+    assert max(m["avg_queue"] for m in red) < min(m["avg_queue"] for m in droptail)
+    # Repeats differ (the seed moves the flows' starts), so they give intervals.
+    assert droptail[0]["goodput_mbps"] != droptail[1]["goodput_mbps"]
+    experiment = EXPERIMENTS["smoke"]
+    runs = configurations(results, experiment.plan(PlanOptions()))
+    rows, figures = experiment.report(runs, smoke)
+    assert [row["run"] for row in rows] == ["droptail", "red_ecn"] and figures
+
+
+def test_a_published_twin_run_is_its_own_file_beside_the_switch_s(smoke, tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "experiments").mkdir(parents=True)
+    (docs / "experiments" / "reproductions.md").write_text(
+        f"# R\n\n{publish.BEGIN}\n{publish.END}\n")
+    with pytest.raises(publish.PublishError, match="`main` is the switch's plan"):
+        publish.publish([smoke], publish.MAIN, docs=docs)
+    written = publish.publish([smoke], docs=docs)
+    doc = json.loads((docs / "results" / "smoke" / "ns3.json").read_text())
+    assert written[0] == docs / "results" / "smoke" / "ns3.json"
+    assert doc["backend"] == "ns3" and doc["name"] == "ns3" and doc["repeats"] == 2
+
+
+def test_resuming_a_finished_folder_has_nothing_to_run(smoke, capsys):
+    assert main(["run", "smoke", "--backend", "ns3", "--repeat", "2", "--resume",
+                 str(smoke)]) == 0
+    assert "4 runs done, 0 to go" in capsys.readouterr().out
+
+
+def test_a_switch_only_factor_is_refused_for_the_twin_and_back(capsys):
+    assert main(["run", "smoke", "--backend", "ns3", "--factor", "drop=enqueue"]) == 2
+    assert "the bmv2 backend's, not ns3's" in capsys.readouterr().err
+    assert main(["run", "smoke", "--factor", "bmv2_drop=1"]) == 2
+    assert "the ns3 backend's, not bmv2's" in capsys.readouterr().err
+
+
+def live_children(pid: int) -> list[int]:
+    """Processes whose parent is `pid`, or whose session is one `pid` started."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"{entry.path}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] != "Z" and int(fields[1]) == pid:
+            out.append(int(entry.name))
+    return out
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_twin_run_ends_its_simulations_and_says_so(tmp_path, signum):
+    proc = subprocess.Popen([sys.executable, "-m", "experiments", "run", "e8", "--backend", "ns3",
+                             "--only", "droptail-reno-64f", "--repeat", "2", "--out",
+                             str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    simulations: list[int] = []
+    deadline = time.monotonic() + PHASE_TIMEOUT
+    while time.monotonic() < deadline and len(simulations) < 2:
+        simulations = [p for p in live_children(proc.pid) if "run-one" in command_line(p)]
+        time.sleep(0.1)
+    assert len(simulations) == 2, "the two simulations never started"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=PHASE_TIMEOUT)
+    assert proc.returncode != 0
+    line = re.fullmatch(r"experiments: interrupted during e8 \(runs in ns-3\); no run had "
+                        r"finished \(folder (?P<folder>\S+)\)", err.strip())
+    assert line, err
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in simulations):
+        time.sleep(0.1)
+    assert not [p for p in simulations if "run-one" in command_line(p)]

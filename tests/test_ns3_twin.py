@@ -1,0 +1,210 @@
+"""The ns-3 twin's bottleneck (experiments/ns3/twin.cc's TwinQueueDisc, bottleneck.py's
+TwinPort) against an independent single-server queue, packet by packet.
+
+A trace of UDP packets (random times to the nanosecond, sizes, codepoints) enters the
+disc from the node in front of it; the reference is a plain event loop of one FIFO queue
+of the link's rate and buffer, handing each packet to a TwinPort of its own at arrival or
+departure as the factors say. Every call the disc makes to the golden model must be the
+reference's (the depth found, the arrival and sojourn in microseconds, the depth left, the
+arrival number, the codepoint), every packet the receiver gets must be one the reference
+delivers, with its codepoint, at its departure plus the link's latency, and the telemetry
+the two ports record must be the same.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from dataclasses import dataclass
+
+import pytest
+
+from control_plane.aqm import Codel, DropTail, Mecn, Pie, PortConfig, RedEcn
+from experiments.ns3.bottleneck import DROP, TwinPort
+from experiments.ns3.loader import Ns3Unavailable, available
+
+try:
+    available()
+    WHY = None
+except Ns3Unavailable as err:
+    WHY = str(err)
+pytestmark = pytest.mark.skipif(WHY is not None, reason=f"needs ns-3: {WHY}")
+
+RATE = 8e6            # b/s: a 1000-byte packet takes exactly 1 ms, a 500-byte one 0.5 ms
+DELAY_NS = 2_000_000
+PORT, UDP = 5, 9000
+SIZES = (500, 1000, 1500)
+
+
+@dataclass(frozen=True)
+class Packet:
+    t_ns: int
+    size: int
+    ecn: int
+
+
+def trace(seed: int, n: int = 1500, load: float = 1.3) -> list[Packet]:
+    """Bursty overload: exponential gaps at `load` times the link's rate, in bursts."""
+    rng = random.Random(seed)
+    mean_service = sum(SIZES) / len(SIZES) * 8 / RATE
+    t, out = 0.01, []
+    while len(out) < n:
+        t += rng.expovariate(load / mean_service) * (0.2 if rng.random() < 0.3 else 1.0)
+        out.append(Packet(round(t * 1e9), rng.choice(SIZES), rng.choice((0, 2, 2, 2, 1))))
+    return out
+
+
+def service_ns(size: int) -> int:
+    return round(size * 8 / RATE * 1e9)
+
+
+class Recording(TwinPort):
+    """A TwinPort that keeps every call the disc (or the reference) made to the model."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls: list[tuple] = []
+
+    def decide(self, *args):
+        out = super().decide(*args)
+        # The serial and the telemetry flag aside: what the model was handed, and its answer.
+        self.calls.append((*args[1:11], out))
+        return out
+
+
+def port(aqm, decide_at: str, interval: float) -> Recording:
+    return Recording(PortConfig(port=PORT, aqm=aqm, link_pps=RATE / 8000, seed=7,
+                                telemetry_interval=interval), None, decide_at)
+
+
+def in_ns3(aqm, decide_at: str, slot_kept: bool, packets: list[Packet], buffer: int,
+           interval: float):
+    from experiments.ns3.loader import load
+    from experiments.ns3.simulation import SOURCE
+    g = load(SOURCE)
+    twin = port(aqm, decide_at, interval)
+    net = g.p4aqm_twin.Network(1, 1)
+    front, back = net.AddNode(), net.AddNode()
+    disc = net.AddBottleneck(front, back, RATE, DELAY_NS / 1e9, 100)
+    disc.Configure(RATE, buffer, buffer, False, twin.at_arrival, slot_kept, interval)
+    hooks = (twin.decide, twin.departed)        # kept alive while ns-3 holds them
+    disc.SetHooks(*hooks)
+    net.AssignAddresses()
+    receiver = net.AddTraceReceiver(back, UDP)
+    net.AddTraceSender(front, back, UDP, [p.t_ns for p in packets], [p.size for p in packets],
+                       [p.ecn for p in packets])
+    net.Run(packets[-1].t_ns / 1e9 + 5.0)
+    got = {int(k): (int(t), int(e)) for k, t, e in zip(receiver.seq, receiver.atNs,
+                                                        receiver.ecn)}
+    device_bps = RATE * 1.01 + 1e4        # twin.cc's AddBottleneck
+    del net
+    return twin, got, device_bps
+
+
+def reference(aqm, decide_at: str, slot_kept: bool, packets: list[Packet], buffer: int,
+              interval: float) -> tuple[Recording, dict[int, tuple[int, int]]]:
+    """One FIFO server of RATE and `buffer` packets: the twin's intended semantics."""
+    twin = port(aqm, decide_at, interval)
+    queue: deque[dict] = deque()
+    free = 0                                  # when the server is next free, ns
+    arr_seq = serial = last_sojourn = 0
+    exported_at: int | None = None
+    delivered: dict[int, tuple[int, int]] = {}
+    i = 0
+
+    def telemetry_due(now: int) -> bool:
+        nonlocal exported_at
+        if exported_at is not None and now - exported_at < interval * 1e9:
+            return False
+        exported_at = now
+        return True
+
+    while i < len(packets) or queue:
+        start = max(free, queue[0]["at"]) if queue else math.inf
+        if i < len(packets) and packets[i].t_ns < start:
+            p, i = packets[i], i + 1
+            arr_seq += 1
+            depth = len(queue)
+            if depth >= buffer:
+                continue                      # the full queue's silent drop
+            serial += 1
+            entry = {"k": i - 1, "at": p.t_ns, "size": p.size, "ecn": p.ecn, "depth": depth,
+                     "seq": arr_seq, "serial": serial}
+            if twin.at_arrival:
+                wait = max(free, p.t_ns) + sum(service_ns(q["size"]) for q in queue) - p.t_ns
+                out = twin.decide(serial, 0, depth, p.t_ns // 1000, wait // 1000, last_sojourn,
+                                  depth, arr_seq, p.size, p.ecn, 0, False)
+                if out == DROP:
+                    continue
+                entry["ecn"] = out
+            queue.append(entry)
+            continue
+        assert not (i < len(packets) and packets[i].t_ns == start), "a tie: draw another trace"
+        q = queue.popleft()
+        sojourn = (start - q["at"]) // 1000
+        if not twin.at_arrival:
+            out = twin.decide(q["serial"], 0, q["depth"], q["at"] // 1000, sojourn, last_sojourn,
+                              len(queue), q["seq"], q["size"], q["ecn"], 0,
+                              telemetry_due(start))
+            if out == DROP:
+                free = start + service_ns(q["size"]) if slot_kept else start
+                continue
+            q["ecn"] = out
+        elif telemetry_due(start):
+            twin.departed(q["serial"], sojourn, len(queue), start // 1000)
+        last_sojourn = sojourn
+        free = start + service_ns(q["size"])
+        delivered[q["k"]] = (start, q["ecn"])
+    return twin, delivered
+
+
+CASES = {
+    # RED+ECN as its paper decides, on arrival: marks ECT packets, drops Not-ECT ones.
+    "red_ecn-arrival": (RedEcn(minth=3, maxth=12, maxp=0.3, wq=0.05, limit=40), "paper", False),
+    # MECN rewrites ECT(0) to ECT(1) (incipient) or CE (moderate).
+    "mecn-arrival": (Mecn(minth=3, midth=7, maxth=14, p1max=0.3, p2max=0.3, wq=0.05, limit=40),
+                     "paper", False),
+    # CoDel at dequeue, dropping (ECN off): the link free at once, or the slot kept (BMv2).
+    "codel-drop": (Codel(target=0.002, interval=0.02, ecn=False, limit=40), "paper", False),
+    "codel-drop-slot-kept": (Codel(target=0.002, interval=0.02, ecn=False, limit=40), "paper",
+                             True),
+    # PIE on arrival with the last departure's sojourn; and at departure, as the switch.
+    "pie-arrival": (Pie(target=0.003, tupdate=0.005, limit=40), "paper", False),
+    "pie-departure": (Pie(target=0.003, tupdate=0.005, limit=40), "departure", True),
+    # A buffer smaller than the AQM's limit: the queue's own silent drops.
+    "droptail-buffer": (DropTail(limit=40), "paper", False),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_disc_hands_the_model_what_a_fifo_server_would(case):
+    aqm, decide_at, slot_kept = CASES[case]
+    buffer = 12 if case == "droptail-buffer" else 40
+    packets = trace(seed=len(case))
+    twin, got, device_bps = in_ns3(aqm, decide_at, slot_kept, packets, buffer, 0.004)
+    ref, delivered = reference(aqm, decide_at, slot_kept, packets, buffer, 0.004)
+    assert len(ref.calls) > 500
+    assert twin.calls == ref.calls
+    assert set(got) == set(delivered)
+    outcomes = [c[-1] for c in ref.calls]
+    assert outcomes.count(DROP) > 10 or case == "droptail-buffer"
+    if case == "droptail-buffer":
+        assert len(delivered) < len(packets) - 50           # the buffer dropped
+    for k, (at, ecn) in got.items():
+        start, sent_ecn = delivered[k]
+        latency = (packets[k].size + 2) * 8 / device_bps * 1e9 + DELAY_NS
+        assert ecn == sent_ecn
+        assert abs(at - (start + latency)) <= 2, (k, at, start)
+    assert twin.recorded.telemetry == ref.recorded.telemetry
+    assert len(twin.recorded.telemetry) > 50
+
+
+def test_mecn_rewrites_codepoints_the_receiver_sees():
+    aqm, decide_at, slot_kept = CASES["mecn-arrival"]
+    packets = trace(seed=3)
+    _, got, _ = in_ns3(aqm, decide_at, slot_kept, packets, 40, 0.004)
+    sent = {k: p.ecn for k, p in enumerate(packets)}
+    changed = [(sent[k], ecn) for k, (_, ecn) in got.items() if ecn != sent[k]]
+    assert (2, 1) in changed and (2, 3) in changed          # incipient and moderate
+    assert all(before != 0 for before, _ in changed)        # Not-ECT is never marked
