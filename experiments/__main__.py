@@ -386,27 +386,43 @@ def run_twins(name: str, folder: Path, opts: PlanOptions, resume: bool, jobs: in
     return 0
 
 
-def run_one(name: str, label: str, seed: int, build: Path | None, into: Path,
+def run_one(name: str, label: str, seeds: list[int], build: Path | None, into: Path,
             opts: PlanOptions, log_level: str, expect: Path | None) -> int:
-    """One run of a plan into `into`/<label>.s<seed>, with a given build: what a sweep's
-    worker (or a cluster's job) runs."""
-    spec = next((s for s in EXPERIMENTS[name].runs(opts)
-                 if s.label == label and s.seed == seed), None)
-    if spec is None:
+    """Runs of one configuration of a plan into `into`/<label>.s<seed>, one per seed in turn
+    (a sweep's worker, a cluster's job: one; the ns-3 twin's processes: a few, ns-3 loaded
+    once), the switch's with a given build."""
+    plan = {(s.label, s.seed): s for s in EXPERIMENTS[name].runs(opts)}
+    specs = [plan.get((label, seed)) for seed in seeds]
+    if None in specs:
+        seed = seeds[specs.index(None)]
         print(f"experiments: {name} has no run {label} with seed {seed} with these options",
               file=sys.stderr)
         return 2
-    if expect and json.loads(expect.read_text()) != jsonable(spec):
-        print(f"experiments: this checkout plans {spec.folder} differently from the client's: "
-              "run the same commit on every machine", file=sys.stderr)
+    if expect and len(specs) > 1:
+        print("experiments: --expect checks one run (one --seed)", file=sys.stderr)
         return 2
-    if spec.backend == "ns3":
-        from experiments.ns3.simulation import execute
-        phase(f"run {spec.label} (simulating)")
-        execute(spec, into / spec.folder)
-        phase(f"run {spec.label} (computing its metrics)")
-        run_metrics(into / spec.folder)
-        return 0
+    if expect and json.loads(expect.read_text()) != jsonable(specs[0]):
+        print(f"experiments: this checkout plans {specs[0].folder} differently from the "
+              "client's: run the same commit on every machine", file=sys.stderr)
+        return 2
+    for spec in specs:
+        status = (one_twin(spec, into) if spec.backend == "ns3"
+                  else one_switch(spec, build, into, log_level))
+        if status:
+            return status
+    return 0
+
+
+def one_twin(spec: RunSpec, into: Path) -> int:
+    from experiments.ns3.simulation import execute
+    phase(f"run {spec.label} seed {spec.seed} (simulating)")
+    execute(spec, into / spec.folder)
+    phase(f"run {spec.label} seed {spec.seed} (computing its metrics)")
+    run_metrics(into / spec.folder)
+    return 0
+
+
+def one_switch(spec: RunSpec, build: Path | None, into: Path, log_level: str) -> int:
     from experiments.runner import Run
     if build is None:
         print("experiments: run-one on the switch needs --build (the compiled program)",
@@ -567,7 +583,8 @@ def main(argv: list[str] | None = None) -> int:
                          help="one run of an experiment's plan into a folder, with a given "
                               "build (what a sweep's worker runs)")
     one.add_argument("label")
-    one.add_argument("--seed", type=repeats, default=1)
+    one.add_argument("--seed", type=repeats, action="append", dest="seeds",
+                     help="the repeat to run (default 1); several: each in turn")
     one.add_argument("--build", type=Path,
                      help="folder of the compiled program (the switch's runs)")
     one.add_argument("--into", type=Path, required=True, help="the run's folder goes in here")
@@ -614,8 +631,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"experiments: {err}", file=sys.stderr)
                 return 2
             if args.command == "run-one":
-                return run_one(args.name, args.label, args.seed, args.build, args.into, opts,
-                               args.log_level, args.expect)
+                return run_one(args.name, args.label, args.seeds or [1], args.build,
+                               args.into, opts, args.log_level, args.expect)
             phase(f"{args.name} (starting)")
             if args.dask and opts.backend == "ns3":
                 print("experiments: --dask runs the switch's runs; ns-3's run here, "

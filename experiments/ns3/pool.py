@@ -1,18 +1,19 @@
-"""A plan's runs in ns-3, several at once on this machine: each run in a process of its own
-(`python -m experiments run-one ... --backend ns3`), since cppyy compiles the twin once
-per process and an error inside ns-3 ends its simulator for good.
+"""A plan's runs in ns-3, several processes at once on this machine: each process
+(`python -m experiments run-one NAME LABEL --seed S --seed S' ... --backend ns3`) loads
+ns-3 and compiles the twin once, then runs a few repeats of one configuration in turn.
 
-Each process costs a few seconds to load ns-3 and a few hundred MB; `jobs` of them run
-at once (default: one per core). Their output goes to <run>/twin.log. Interrupted (Ctrl-C,
-SIGTERM: the caller's guard raises), every process still running is ended with its
-process group before this returns, and the runs it was making are left unfinished, for
---resume to redo.
+Loading costs a few seconds and a few hundred MB per process, so a process takes up to
+CHUNK repeats, fewer where that leaves a core idle. `jobs` processes run at once (default:
+one per core). A run is done when its metrics.json is written; a process that fails leaves
+its log in .logs/ and its unfinished runs for --resume. Interrupted (Ctrl-C, SIGTERM: the
+caller's guard raises), every process still running is ended with its process group before
+this returns.
 """
 
 from __future__ import annotations
 
+import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,16 +26,28 @@ from experiments.spec import RunSpec
 
 POLL = 0.2          # s between looks at the running processes
 ENDING = 5.0        # s a process gets after SIGTERM before SIGKILL
+CHUNK = 5           # the most repeats one process runs
 
 
-def command(name: str, spec: RunSpec, folder: Path, opts: PlanOptions) -> list[str]:
-    return [sys.executable, "-m", "experiments", "run-one", name, spec.label, "--seed",
-            str(spec.seed), "--into", str(folder), *opts.flags()]
+def chunks(specs: list[RunSpec], jobs: int) -> list[list[RunSpec]]:
+    """The runs grouped by configuration, in pieces of at most CHUNK, and small enough that
+    every job has work while there are runs."""
+    size = max(1, min(CHUNK, math.ceil(len(specs) / jobs)))
+    by_label: dict[str, list[RunSpec]] = {}
+    for spec in specs:
+        by_label.setdefault(spec.label, []).append(spec)
+    return [runs[k:k + size] for runs in by_label.values() for k in range(0, len(runs), size)]
+
+
+def command(name: str, runs: list[RunSpec], folder: Path, opts: PlanOptions) -> list[str]:
+    seeds = [arg for spec in runs for arg in ("--seed", str(spec.seed))]
+    return [sys.executable, "-m", "experiments", "run-one", name, runs[0].label, *seeds,
+            "--into", str(folder), *opts.flags()]
 
 
 def end(proc: subprocess.Popen) -> None:
     """A run's process and whatever it started, by its process group."""
-    for signum, wait in ((signal.SIGTERM, ENDING), (signal.SIGKILL, ENDING)):
+    for signum in (signal.SIGTERM, signal.SIGKILL):
         if proc.poll() is not None:
             return
         try:
@@ -42,44 +55,50 @@ def end(proc: subprocess.Popen) -> None:
         except ProcessLookupError:
             return
         try:
-            proc.wait(wait)
+            proc.wait(ENDING)
         except subprocess.TimeoutExpired:
             continue
 
 
 def run_all(name: str, opts: PlanOptions, specs: list[RunSpec], folder: Path, jobs: int,
-            on_done: Callable[[RunSpec, float], None],
-            on_start: Callable[[RunSpec], None] = lambda spec: None) -> list[str]:
-    """Every run of `specs` into `folder`, `jobs` at a time; each finished one is handed to
-    on_done with its wall-clock seconds. Returns the failures, one line each (the other
-    runs go on)."""
+            on_done: Callable[[RunSpec, float], None]) -> list[str]:
+    """Every run of `specs` into `folder`; each finished one is handed to on_done with the
+    wall-clock seconds since its process started or its last run ended. Returns the
+    failures, one line each (the other runs go on)."""
     logs = folder / ".logs"
     logs.mkdir(exist_ok=True)
-    waiting = list(specs)
-    running: dict[subprocess.Popen, tuple[RunSpec, float, Path]] = {}
+    waiting = chunks(specs, jobs)
+    # each process: its runs still to finish, when its last run ended, its log
+    running: dict[subprocess.Popen, tuple[list[RunSpec], float, Path]] = {}
     failures: list[str] = []
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
-                spec = waiting.pop(0)
-                log = logs / f"{spec.folder}.log"
+                runs = waiting.pop(0)
+                log = logs / f"{runs[0].folder}-{len(runs)}.log"
                 with open(log, "w") as out:
-                    proc = subprocess.Popen(command(name, spec, folder, opts),
-                                            stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
-                running[proc] = (spec, time.monotonic(), log)
-                on_start(spec)
+                    proc = subprocess.Popen(command(name, runs, folder, opts), stdout=out,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)
+                running[proc] = (runs, time.monotonic(), log)
             time.sleep(POLL)
-            for proc in [p for p in running if p.poll() is not None]:
-                spec, began, log = running.pop(proc)
-                run = folder / spec.folder
-                if proc.returncode == 0:
-                    shutil.move(log, run / "twin.log")
-                    on_done(spec, time.monotonic() - began)
-                else:
-                    lines = log.read_text(errors="replace").strip().splitlines()
-                    failures.append(f"{spec.folder}: exit {proc.returncode}: "
-                                    f"{lines[-1] if lines else 'no output'} (log: {log})")
+            for proc, (runs, since, log) in list(running.items()):
+                exited = proc.poll() is not None
+                while runs and (folder / runs[0].folder / "metrics.json").is_file():
+                    now = time.monotonic()
+                    on_done(runs.pop(0), now - since)
+                    since = now
+                running[proc] = (runs, since, log)
+                if not exited:
+                    continue
+                del running[proc]
+                if proc.returncode == 0 and not runs:
+                    log.unlink()
+                    continue
+                lines = log.read_text(errors="replace").strip().splitlines()
+                failures += [f"{spec.folder}: exit {proc.returncode}: "
+                             f"{lines[-1] if lines else 'no output'} (log: {log})"
+                             for spec in runs]
     finally:
         for proc in running:
             end(proc)
