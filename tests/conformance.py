@@ -26,7 +26,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scipy.stats import kstest
 
 from control_plane.algorithms.base import FiveTuple
-from control_plane.aqm import ConfigError, PortConfig, PortProgram
+from control_plane.aqm import Aqm, ConfigError, PortConfig, PortProgram
 from control_plane.dataplane import ECN_LEVEL, Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortCounters, PortModel
 from control_plane.profiles import ALL
@@ -270,6 +270,50 @@ def check_marks_follow_probability(records: list[TelemetryRecord],
     assert abs(fired - mean) <= 4 * sd + 1, f"{fired} fired, expected {mean:.1f} +- {sd:.1f}"
     check_draws_uniform([r.rnd for r in records])
     return len(trials)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What every algorithm of the registry shows on the switch
+    (tests/algorithms/test_contract.py), declared by its test file (its CONTRACTS, by
+    action): a configuration the switch takes and one it refuses before writing anything,
+    with the refusal's words; and a configuration run with BMv2's unseedable random(),
+    where the model, given the switch's draws, must still agree packet by packet, the draws
+    must be uniform and `check` judges the signals against the probabilities in force.
+    `unseeded` is None only with the reason it adds nothing (`why_not`)."""
+
+    good: Aqm
+    bad: Aqm
+    refusal: str
+    unseeded: Aqm | None = None
+    check: Callable[[list[TelemetryRecord]], None] | None = None
+    steps: tuple = tuple(PATTERN)
+    ecn_cycle: tuple[Ecn, ...] = ECN_CYCLE
+    why_not: str = ""
+
+
+def marks_follow_probability(live: Callable[[TelemetryRecord], bool] | None = None,
+                             at_least: int = 100) -> Callable[[list[TelemetryRecord]], None]:
+    """A Contract's check for an algorithm that signals with a plain probability."""
+    def check(records: list[TelemetryRecord]) -> None:
+        assert check_marks_follow_probability(records, live) >= at_least
+    return check
+
+
+def marks_follow_pa(at_least: int = 200) -> Callable[[list[TelemetryRecord]], None]:
+    """A Contract's check for the RED family (unseeded, the limit out of reach, ECT
+    packets): each packet in the ramp fires with pa = pb / (1 - count pb) given the past
+    (Floyd & Jacobson's rule, marker.p4), so the marks match sum(pa) within 4 standard
+    deviations."""
+    def check(records: list[TelemetryRecord]) -> None:
+        trials = [r for r in records if r.region in (Region.A, Region.B)]
+        assert len(trials) >= at_least
+        pa = [min(1.0, (r.prob / 2**32) / max(1e-12, 1 - r.count * r.prob / 2**32))
+              if r.count * r.prob < 2**32 else 1.0 for r in trials]
+        marks = sum(1 for r in trials if r.outcome == Outcome.MARK)
+        mean, sd = sum(pa), math.sqrt(sum(p * (1 - p) for p in pa))
+        assert abs(marks - mean) <= 4 * sd + 1, f"{marks} marks, expected {mean:.1f} +- {sd:.1f}"
+    return check
 
 
 async def all_entries(switch: AqmSwitch) -> list[str]:

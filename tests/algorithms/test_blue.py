@@ -7,9 +7,8 @@ import math
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes, programs,
-                         run_pattern, tally)
+from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+                         marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.aqm import Blue, ConfigError, PortConfig
@@ -129,19 +128,8 @@ async def test_bmv2_tail_drops_are_loss_events(switch, testbed):
     assert Outcome.OVERFLOW_DROP not in tally(records)[1]
 
 
-@pytest.mark.p4
-@pytest.mark.root
-async def test_bmv2_random_marks_with_the_probability_in_force(switch, testbed):
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=Blue(d1=0.1, d2=0.01, freeze_time=0.05, threshold=20, limit=1000),
-        link_pps=RATE_PPS, bmv2_random=True, telemetry_interval=0.0), ecn_cycle=(Ecn.ECT0,))
-    records = check_against_model(run, use_switch_draws=True)
-    assert check_marks_follow_probability(records) >= 100
-
-
-@pytest.mark.p4
-@pytest.mark.root
-async def test_a_bad_configuration_writes_nothing(switch):
-    good = PortConfig(port=PORT, aqm=SWITCH_BLUE, link_pps=RATE_PPS, telemetry_interval=0.1)
-    await check_refused_without_writes(
-        switch, good, PortConfig(port=PORT, aqm=Blue(d1=2.0), link_pps=RATE_PPS), "d1")
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py).
+CONTRACTS = {"blue": Contract(
+    good=SWITCH_BLUE, bad=Blue(d1=2.0), refusal="d1",
+    unseeded=Blue(d1=0.1, d2=0.01, freeze_time=0.05, threshold=20, limit=1000),
+    ecn_cycle=(Ecn.ECT0,), check=marks_follow_probability())}

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance import (PATTERN, PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, programs, run_pattern, tally)
+from conformance import (PATTERN, PORT, RATE_PPS, Contract, check_against_model,
+                         check_ecn_rules, programs, run_pattern, tally)
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.codel import (ABOVE, AFTER_DROP, AFTER_ENTRY, AFTER_MARK,
                                             DROPPING, law_table)
@@ -315,20 +315,11 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, ecn)
     assert any(r.count == 1 and before.count - before.state1 > 1 for before, r in entries)
 
 
-@pytest.mark.p4
-@pytest.mark.root
-async def test_bmv2_random_changes_nothing_and_drops_follow_the_control_law(switch, testbed):
-    """CoDel draws nothing: with BMv2's random() every decision is still the model's. Under
-    sustained overload the drops of a dropping episode come at the times the control law
-    set: never before, and the median within one service slot (the next departure)."""
-    overload = paced(300, 3.0)
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=Codel(target=0.01, interval=0.1, ecn=False, limit=1000),
-        link_pps=RATE_PPS, bmv2_random=True, telemetry_interval=0.0), steps=overload,
-        ecn_cycle=(Ecn.ECT0,))
-    records = check_against_model(run, use_switch_draws=True)
-    # A drop in the dropping state is due at the drop_next it was judged against (its
-    # record's): it comes at the first departure at or after it.
+def drops_follow_the_control_law(records) -> None:
+    """Under sustained overload the drops of a dropping episode come at the times the
+    control law set: never before, and the median within one service slot (the next
+    departure). A drop in the dropping state is due at the drop_next it was judged against
+    (its record's): it comes at the first departure at or after it."""
     late = sorted((r.egress_ts - r.state0) & 0xFFFF_FFFF for r in records
                   if r.outcome == Outcome.PROB_DROP and r.event != Event.INCREASE)
     assert len(late) >= 10
@@ -336,10 +327,9 @@ async def test_bmv2_random_changes_nothing_and_drops_follow_the_control_law(swit
     assert late[len(late) // 2] <= 1_000_000 // RATE_PPS, late
 
 
-@pytest.mark.p4
-@pytest.mark.root
-async def test_a_bad_configuration_writes_nothing(switch):
-    good = PortConfig(port=PORT, aqm=Codel(), link_pps=RATE_PPS, telemetry_interval=0.1)
-    await check_refused_without_writes(
-        switch, good, PortConfig(port=PORT, aqm=Codel(interval=0.0), link_pps=RATE_PPS),
-        "interval must be in")
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py). CoDel draws
+# nothing: with BMv2's random() every decision is still the model's.
+CONTRACTS = {"codel": Contract(
+    good=Codel(), bad=Codel(interval=0.0), refusal="interval must be in",
+    unseeded=Codel(target=0.01, interval=0.1, ecn=False, limit=1000),
+    steps=tuple(paced(300, 3.0)), ecn_cycle=(Ecn.ECT0,), check=drops_follow_the_control_law)}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import PORT, RATE_PPS, check_against_model, programs, run_pattern, tally
+from conformance import (PORT, RATE_PPS, Contract, check_against_model, programs, run_pattern,
+                         tally)
 from control_plane.algorithms.base import Link
 from control_plane.aqm import ConfigError, DropTail, PortConfig
 from control_plane.dataplane import Outcome, Region
@@ -36,3 +37,8 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     regions, outcomes = tally(records)
     assert set(regions) == {Region.NONE}
     assert set(outcomes) == {Outcome.PASS, Outcome.OVERFLOW_DROP}
+
+
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py).
+CONTRACTS = {"droptail": Contract(good=DropTail(limit=35), bad=DropTail(limit=0),
+                                  refusal="limit must be", why_not="it draws nothing")}

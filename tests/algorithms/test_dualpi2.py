@@ -12,8 +12,9 @@ from dataclasses import fields
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, all_entries, check_against_model, check_ecn_rules,
-                         check_refused_without_writes, group_counts, programs, run_pattern, tally)
+from conformance import (PORT, RATE_PPS, Contract, all_entries, check_against_model,
+                         check_ecn_rules, check_refused_without_writes, group_counts, programs,
+                         run_pattern, tally)
 from control_plane.algorithms.base import Link, QueueSetting
 from control_plane.algorithms.pi2 import CLASSIC, L4S
 from control_plane.aqm import ConfigError, DualPi2, Pi2, PortConfig, change
@@ -267,3 +268,10 @@ async def test_the_l_queue_entry_comes_and_goes_with_dualpi2(dual_switch):
     assert len(await l_queue_entries()) == 1
     await dual_switch.configure_port(PortConfig(port=PORT, aqm=Pi2(), link_pps=RATE_PPS))
     assert await l_queue_entries() == []
+
+
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py), on two
+# priority queues a port.
+CONTRACTS = {"dualpi2": Contract(
+    good=DualPi2(**SWITCH_DUALPI2), bad=DualPi2(l_rate=0.0), refusal="l_rate must be in",
+    unseeded=DualPi2(**{**SWITCH_DUALPI2, "limit": 1000}))}

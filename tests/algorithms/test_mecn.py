@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules, check_wait_branches,
-                         programs, run_pattern, tally)
+from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+                         check_wait_branches, marks_follow_pa, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.aqm import ConfigError, Mecn, PortConfig
@@ -94,3 +94,12 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, wait
     assert {(Ecn.ECT0, Ecn.ECT1), (Ecn.ECT0, Ecn.CE)} <= levels, levels
     if wait:
         check_wait_branches(records)
+
+
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py): the limit
+# out of reach, ECT(0) packets, so every firing is a mark of either level.
+CONTRACTS = {"mecn": Contract(
+    good=Mecn(minth=5, midth=10, maxth=15, wq=0.1, limit=35), bad=Mecn(midth=20.0),
+    refusal="minth < midth < maxth",
+    unseeded=Mecn(minth=2, midth=20, maxth=40, p1max=0.4, p2max=0.4, wq=0.1, limit=1000),
+    ecn_cycle=(Ecn.ECT0,), check=marks_follow_pa(at_least=100))}

@@ -8,9 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes, programs,
-                         run_pattern, tally)
+from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+                         marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.newque import rate_table
@@ -229,20 +228,8 @@ async def test_the_rate_counts_what_bmv2_dropped_at_its_full_queue(switch, testb
     assert Outcome.MARK in tally(records)[1]
 
 
-@pytest.mark.p4
-@pytest.mark.root
-async def test_bmv2_random_marks_with_the_probability_in_force(switch, testbed):
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=Newque(alpha=0.1, beta=0.02, min_interval=0.02, limit=1000),
-        link_pps=RATE_PPS, bmv2_random=True, telemetry_interval=0.0), ecn_cycle=(Ecn.ECT0,))
-    records = check_against_model(run, use_switch_draws=True)
-    assert check_marks_follow_probability(records) >= 100
-
-
-@pytest.mark.p4
-@pytest.mark.root
-async def test_a_bad_configuration_writes_nothing(switch):
-    good = PortConfig(port=PORT, aqm=SWITCH_NEWQUE, link_pps=RATE_PPS, telemetry_interval=0.1)
-    await check_refused_without_writes(
-        switch, good, PortConfig(port=PORT, aqm=Newque(capacity=1e6), link_pps=RATE_PPS),
-        "capacity")
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py).
+CONTRACTS = {"newque": Contract(
+    good=SWITCH_NEWQUE, bad=Newque(capacity=1e6), refusal="capacity",
+    unseeded=Newque(alpha=0.1, beta=0.02, min_interval=0.02, limit=1000),
+    ecn_cycle=(Ecn.ECT0,), check=marks_follow_probability())}

@@ -7,9 +7,8 @@ import math
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes, programs,
-                         run_pattern, tally)
+from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+                         marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.pi import hollot_gains
@@ -164,25 +163,6 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     assert max(r.state1 for r in records) > 10       # the pauses left intervals without packets
 
 
-@pytest.mark.p4
-@pytest.mark.root
-async def test_bmv2_random_marks_with_the_probability_in_force(switch, testbed):
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=Pi(a=0.002, b=0.0018, qref=5.0, limit=1000), link_pps=RATE_PPS,
-        bmv2_random=True, telemetry_interval=0.0), ecn_cycle=(Ecn.ECT0,))
-    records = check_against_model(run, use_switch_draws=True)
-    assert check_marks_follow_probability(records) >= 100
-
-
-@pytest.mark.p4
-@pytest.mark.root
-async def test_a_bad_configuration_writes_nothing(switch):
-    good = PortConfig(port=PORT, aqm=SWITCH_PI, link_pps=RATE_PPS, telemetry_interval=0.1)
-    await check_refused_without_writes(
-        switch, good, PortConfig(port=PORT, aqm=Pi(a=1e-5, b=1e-4), link_pps=RATE_PPS),
-        "must not exceed")
-
-
 def test_hollots_design_rule_gives_their_gains_and_ours():
     """Their case (sampled at 160 Hz) gives their zero 0.53 and K within 1.5 % of their
     9.64e-6; E6's link (1 202 packets/s, at least 50 flows, 204 ms propagation + qref 150
@@ -212,3 +192,10 @@ def test_hollots_loop_crosses_over_at_tcp_s_pole_with_unit_gain(pps, flows, rtt)
     loop = k * (w / zero + 1) / w * (rtt * pps) ** 3 / (2 * flows) ** 2 / (
         (w / zero + 1) * (w * rtt + 1))
     assert abs(loop) == pytest.approx(1.0)
+
+
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py).
+CONTRACTS = {"pi": Contract(
+    good=SWITCH_PI, bad=Pi(a=1e-5, b=1e-4), refusal="must not exceed",
+    unseeded=Pi(a=0.002, b=0.0018, qref=5.0, limit=1000),
+    ecn_cycle=(Ecn.ECT0,), check=marks_follow_probability())}

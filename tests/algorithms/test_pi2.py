@@ -9,9 +9,8 @@ import random
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes, group_counts,
-                         programs, run_pattern, tally)
+from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+                         group_counts, marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.pi2 import CLASSIC, L4S, Pi2Model
@@ -246,22 +245,8 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     assert await switch.read_group_counters(PORT) == group_counts(records)
 
 
-
-@pytest.mark.p4
-@pytest.mark.root
-async def test_bmv2_random_marks_with_the_probability_in_force(switch, testbed):
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=Pi2(**{**SWITCH_PI2, "limit": 1000}), link_pps=RATE_PPS,
-        bmv2_random=True, telemetry_interval=0.0))
-    records = check_against_model(run, use_switch_draws=True)
-    assert check_marks_follow_probability(records, live=below_overload) >= 100
-
-
-@pytest.mark.p4
-@pytest.mark.root
-async def test_a_bad_configuration_writes_nothing(switch):
-    good = PortConfig(port=PORT, aqm=Pi2(**SWITCH_PI2), link_pps=RATE_PPS,
-                      telemetry_interval=0.1)
-    await check_refused_without_writes(
-        switch, good, PortConfig(port=PORT, aqm=Pi2(k=0), link_pps=RATE_PPS),
-        "k must be a whole number")
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py).
+CONTRACTS = {"pi2": Contract(
+    good=Pi2(**SWITCH_PI2), bad=Pi2(k=0), refusal="k must be a whole number",
+    unseeded=Pi2(**{**SWITCH_PI2, "limit": 1000}),
+    check=marks_follow_probability(below_overload))}

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance import (PATTERN, PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes, programs,
-                         run_pattern, tally)
+from conformance import (PATTERN, PORT, RATE_PPS, Contract, check_against_model,
+                         check_ecn_rules, marks_follow_probability, programs, run_pattern,
+                         tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms import pie as pie_module
 from control_plane.algorithms.base import Link
@@ -289,22 +289,10 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, dera
     assert any(r.state1 == 100_000 for r in records[1:])   # the allowance was refilled
 
 
-@pytest.mark.p4
-@pytest.mark.root
-async def test_bmv2_random_marks_with_the_probability_in_force(switch, testbed):
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=Pie(**{**SWITCH_PIE, "limit": 1000, "mark_ecnth": 1.0}), link_pps=RATE_PPS,
-        bmv2_random=True, telemetry_interval=0.0), ecn_cycle=(Ecn.ECT0,),
-        steps=PATTERN + PATTERN)
-    records = check_against_model(run, use_switch_draws=True)
-    assert check_marks_follow_probability(records, live=live) >= 100
-
-
-@pytest.mark.p4
-@pytest.mark.root
-async def test_a_bad_configuration_writes_nothing(switch):
-    good = PortConfig(port=PORT, aqm=Pie(**SWITCH_PIE), link_pps=RATE_PPS,
-                      telemetry_interval=0.1)
-    await check_refused_without_writes(
-        switch, good, PortConfig(port=PORT, aqm=Pie(tupdate=0.001), link_pps=RATE_PPS),
-        "longer than one packet's service time")
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py).
+CONTRACTS = {"pie": Contract(
+    good=Pie(**SWITCH_PIE), bad=Pie(tupdate=0.001),
+    refusal="longer than one packet's service time",
+    unseeded=Pie(**{**SWITCH_PIE, "limit": 1000, "mark_ecnth": 1.0}),
+    steps=tuple(PATTERN + PATTERN), ecn_cycle=(Ecn.ECT0,),
+    check=marks_follow_probability(live))}

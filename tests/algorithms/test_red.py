@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_draws_uniform, check_ecn_rules,
-                         check_wait_branches, programs, run_pattern, tally)
+from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+                         check_wait_branches, marks_follow_pa, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.red import Ramp, decay, ewma, fires, idle_decay
@@ -393,27 +393,16 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed, name
         check_wait_branches(records, at_two=False)
 
 
-@pytest.mark.p4
-@pytest.mark.root
-async def test_bmv2_random_marks_at_the_theoretical_rate(switch, testbed):
-    """Unseeded: BMv2's random() decides. Given the switch's own draws the model still
-    agrees bit for bit; and (the limit out of reach, so every firing is a mark) the
-    number of marks matches sum(pa) within 4 standard deviations (each decision is
-    Bernoulli(pa) given the past), while the draws are uniform (check_draws_uniform)."""
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=RedEcn(minth=2, maxth=40, maxp=0.4, wq=WQ, limit=1000),
-        link_pps=RATE_PPS, bmv2_random=True, telemetry_interval=0.0),
-        ecn_cycle=(Ecn.ECT0,))
-    records = check_against_model(run, use_switch_draws=True)
-
-    trials = [r for r in records if r.region in (Region.A, Region.B)]
-    assert len(trials) >= 200
-    pa = [min(1.0, (r.prob / 2**32) / max(1e-12, 1 - r.count * r.prob / 2**32))
-          if r.count * r.prob < 2**32 else 1.0 for r in trials]
-    marks = sum(1 for r in trials if r.outcome == Outcome.MARK)
-    mean = sum(pa)
-    sd = math.sqrt(sum(p * (1 - p) for p in pa))
-    assert abs(marks - mean) <= 4 * sd + 1, f"{marks} marks, expected {mean:.1f} +- {sd:.1f}"
-
-    check_draws_uniform([r.rnd for r in records])
-
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py): the limit
+# out of reach, so every firing is a mark.
+SAME_DECISION = "the RED family's one ramp and count, whatever the ECN mode: red_ecn's run"
+CONTRACTS = {
+    "red": Contract(good=Red(**RED_ARGS), bad=Red(maxp=0.0), refusal="maxp must be in",
+                    why_not=SAME_DECISION),
+    "red_ecn": Contract(good=RedEcn(**RED_ARGS), bad=RedEcn(minth=15, maxth=5),
+                        refusal="minth .* below maxth",
+                        unseeded=RedEcn(minth=2, maxth=40, maxp=0.4, wq=WQ, limit=1000),
+                        ecn_cycle=(Ecn.ECT0,), check=marks_follow_pa()),
+    "ecnm": Contract(good=Ecnm(**RED_ARGS), bad=Ecnm(wq=0.0), refusal="wq must be in",
+                     why_not=SAME_DECISION),
+}

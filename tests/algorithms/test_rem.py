@@ -8,9 +8,8 @@ import math
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, check_against_model, check_ecn_rules,
-                         check_marks_follow_probability, check_refused_without_writes, programs,
-                         run_pattern, tally)
+from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+                         marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.rem import mark_table
@@ -165,19 +164,8 @@ async def test_switch_equals_golden_model_packet_by_packet(switch, testbed):
     assert max(r.state0 for r in records) > 0
 
 
-@pytest.mark.p4
-@pytest.mark.root
-async def test_bmv2_random_marks_with_the_probability_in_force(switch, testbed):
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=Rem(gamma=0.01, phi=1.2, target_backlog=5.0, interval=0.01, limit=1000),
-        link_pps=RATE_PPS, bmv2_random=True, telemetry_interval=0.0), ecn_cycle=(Ecn.ECT0,))
-    records = check_against_model(run, use_switch_draws=True)
-    assert check_marks_follow_probability(records) >= 100
-
-
-@pytest.mark.p4
-@pytest.mark.root
-async def test_a_bad_configuration_writes_nothing(switch):
-    good = PortConfig(port=PORT, aqm=SWITCH_REM, link_pps=RATE_PPS, telemetry_interval=0.1)
-    await check_refused_without_writes(
-        switch, good, PortConfig(port=PORT, aqm=Rem(phi=1.0), link_pps=RATE_PPS), "phi")
+# What every algorithm shows on the switch (tests/algorithms/test_contract.py).
+CONTRACTS = {"rem": Contract(
+    good=SWITCH_REM, bad=Rem(phi=1.0), refusal="phi",
+    unseeded=Rem(gamma=0.01, phi=1.2, target_backlog=5.0, interval=0.01, limit=1000),
+    ecn_cycle=(Ecn.ECT0,), check=marks_follow_probability())}
