@@ -552,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
                            f"{REPEAT} on the switch, {TWIN_REPEAT} in ns-3; metrics as mean ± "
                            "95 %% interval)")
     plan.add_argument("--only", metavar="PATTERN",
-                      help="only the configurations whose label matches (e.g. 'amecn-*')")
+                      help="only the configurations whose label matches (e.g. 'amecn-*'; several "
+                           "patterns: 'codel-*,pie-*')")
     plan.add_argument("--factor", action="append", default=[], metavar="NAME=VALUE",
                       help="change every run: " + "; ".join(
                           f"{name}: {f.what}" for name, f in factors.FACTORS.items()))

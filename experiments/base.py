@@ -44,10 +44,16 @@ class PlanOptions:
     kernel_tcp: bool = False
     full: bool = False          # E5, E6: the paper's whole sweep instead of the default subset
     repeat: int | None = None   # runs per configuration; None: the experiment's default
-    only: str | None = None     # run only the configurations whose label matches (fnmatch)
+    # run only the configurations whose label matches (fnmatch; several patterns with commas)
+    only: str | None = None
     # (name, value) pairs of experiments/factors.py, applied to every run
     factors: tuple[tuple[str, str], ...] = ()
     backend: str = "bmv2"       # the switch in Mininet, or its ns-3 twin (experiments/ns3/)
+
+    def matches(self, label: str) -> bool:
+        """A configuration `--only` keeps."""
+        return self.only is None or any(fnmatch.fnmatchcase(label, pattern.strip())
+                                        for pattern in self.only.split(","))
 
     def transport(self, response: str) -> str:
         return "kernel" if self.kernel_tcp else response
@@ -97,8 +103,7 @@ class Experiment:
             planned = [self.paper_scale(spec) for spec in planned]
         planned = [replace(spec, backend=opts.backend) for spec in planned]
         specs = [factors.apply(spec, opts.factors).repeat(seed)
-                 for spec in planned for seed in range(1, n + 1)
-                 if opts.only is None or fnmatch.fnmatchcase(spec.label, opts.only)]
+                 for spec in planned for seed in range(1, n + 1) if opts.matches(spec.label)]
         program = factors.program(opts.factors, specs, planned).name
         return [replace(spec, program=program) for spec in specs]
 

@@ -15,6 +15,7 @@ from control_plane.aqm import Aecn, Aqm, Newque, Pi
 from control_plane.algorithms.pi import hollot_gains
 from control_plane.build import DROP_AT
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
+from experiments.ns3.native import has_native
 from experiments.spec import CONNECT_RTTS, TRANSPORTS, RunSpec
 from topologies.specs import DumbbellSpec
 
@@ -29,6 +30,8 @@ PAPER, TESTBED = "paper", "testbed"
 DECIDE_POINTS = ("paper", "arrival", "departure")
 # The twin's scalable sender: ns-3's DCTCP, or the testbed's own (transport/scalable.py).
 SCALABLE_SENDERS = ("dctcp", "transport")
+# The twin's AQM: our golden model, or ns-3's own queue disc where it has one.
+AQM_IMPLS = ("model", "ns3")
 
 
 class FactorError(ValueError):
@@ -301,6 +304,20 @@ def _twin(spec: RunSpec) -> RunSpec:
     return spec
 
 
+def _aqm_impl(value: str) -> Callable[[RunSpec], RunSpec]:
+    def apply(spec: RunSpec) -> RunSpec:
+        if value == "ns3":
+            if not has_native(spec.aqm):
+                raise FactorError(f"{spec.label}: ns-3 has no queue disc of {spec.aqm.action} "
+                                  "(it has RED, RED+ECN, CoDel, PIE and DropTail's; e.g. "
+                                  "--only 'codel-*,pie-*')")
+            if spec.aqm_from or (spec.loop is not None and spec.loop.kind != "ared"):
+                raise FactorError(f"{spec.label}: ns-3's queue disc runs from the start, "
+                                  "adapting only as its own ARED")
+        return spec
+    return apply
+
+
 @dataclass(frozen=True)
 class Factor:
     what: str
@@ -386,6 +403,9 @@ FACTORS: dict[str, Factor] = {
     "scalable": Factor("the twin's scalable sender: dctcp (ns-3's DCTCP on ECT(1), the "
                        "default) or transport (the testbed's, transport/scalable.py)",
                        _choice(SCALABLE_SENDERS), lambda v: _twin, ("ns3",)),
+    "aqm_impl": Factor("the twin's AQM: model (our golden model, the default) or ns3 "
+                       "(ns-3's own RED, CoDel, PIE or FIFO queue disc, with its own ARED)",
+                       _choice(AQM_IMPLS), _aqm_impl, ("ns3",)),
 }
 
 

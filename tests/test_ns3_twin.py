@@ -208,3 +208,24 @@ def test_mecn_rewrites_codepoints_the_receiver_sees():
     changed = [(sent[k], ecn) for k, (_, ecn) in got.items() if ecn != sent[k]]
     assert (2, 1) in changed and (2, 3) in changed          # incipient and moderate
     assert all(before != 0 for before, _ in changed)        # Not-ECT is never marked
+
+
+def test_ns3s_own_fifo_queue_disc_gives_droptail_s_run_packet_for_packet(tmp_path):
+    """--factor aqm_impl=ns3 hands the decisions to ns-3's own queue disc: with DropTail,
+    ns-3's FifoQueueDisc, the whole run must be the golden model's, every sample of the
+    queue and every counter (the plumbing, not the algorithm, under test)."""
+    from dataclasses import replace
+
+    from analysis.results import read_csv
+    from experiments.base import PlanOptions
+    from experiments.catalog import EXPERIMENTS
+    from experiments.ns3.simulation import execute
+    spec = next(s for s in EXPERIMENTS["smoke"].runs(PlanOptions(repeat=1, backend="ns3"))
+                if s.label == "droptail")
+    model = execute(spec, tmp_path / "model")
+    native = execute(replace(spec, factors=(("aqm_impl", "ns3"),)), tmp_path / "native")
+    columns = ("t", "qdepth", "sojourn_ms", "ecn")
+    rows = [[{k: r[k] for k in columns} for r in read_csv(run / "telemetry.csv")]
+            for run in (model, native)]
+    assert len(rows[0]) > 300 and rows[0] == rows[1]
+    assert read_csv(model / "counters.csv") == read_csv(native / "counters.csv")

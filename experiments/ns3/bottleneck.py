@@ -77,6 +77,11 @@ class TwinPort:
     def config(self) -> PortConfig:
         return self.view.config
 
+    @property
+    def decided(self) -> int:
+        """Packets the model decided on."""
+        return self.model.counters.seen_packets
+
     def install(self, config: PortConfig, source: str, message: str, now: float = 0.0) -> None:
         """A whole algorithm, from a fresh state (a new epoch, as the switch's reset)."""
         self.view.config = config

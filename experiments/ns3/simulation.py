@@ -35,6 +35,8 @@ from pathlib import Path
 from control_plane.algorithms.base import FiveTuple
 from control_plane.aqm import PortConfig
 from experiments.ns3.bottleneck import TwinPort
+from experiments.ns3.native import NativePort
+from experiments.ns3.native import attributes as native_attributes
 from experiments.ns3.loader import NS3_VERSION, load
 from experiments.spec import IPERF_BASE_PORT, TRANSFER_PORT, WIDE_QUEUE, Flow, RunSpec, jsonable
 from experiments.versions import machine, package_versions, project_version
@@ -71,12 +73,13 @@ class Behaviour:
     decide_at: str = "paper"
     bmv2_drop: bool = False
     scalable: str = "dctcp"
+    aqm_impl: str = "model"
 
     @classmethod
     def of(cls, spec: RunSpec) -> "Behaviour":
         f = dict(spec.factors)
         return cls(f.get("decide_at", cls.decide_at), f.get("bmv2_drop", "0") == "1",
-                   f.get("scalable", cls.scalable))
+                   f.get("scalable", cls.scalable), f.get("aqm_impl", cls.aqm_impl))
 
 
 @dataclass
@@ -90,7 +93,7 @@ class Host:
 class Port:
     """A congested port: its model side, its queue disc, its link, its files' suffix."""
 
-    twin: TwinPort
+    twin: TwinPort | NativePort
     disc: object
     link: Bottleneck
     suffix: str
@@ -228,9 +231,17 @@ class Twin:
         disc = net.AddBottleneck(a, b, link_bps(link), link.delay, link.buffer)
         config = PortConfig(port=port, aqm=spec.first_aqm, link_pps=link.pps, seed=spec.seed,
                             telemetry_interval=spec.telemetry_interval)
-        twin = TwinPort(config, spec.loop, self.behaviour.decide_at, switch, self.flow_of)
-        disc.SetHooks(self._guarded(twin.decide, 0), self._guarded(twin.departed, None))
-        self.ports.append(Port(twin, disc, link, suffix))
+        if self.behaviour.aqm_impl == "ns3":
+            native = NativePort(config, switch)
+            native.disc = disc
+            kind, attrs = native_attributes(spec.aqm, link.pps, link.packet_bytes, spec.loop)
+            disc.SetChild(kind, list(attrs), list(attrs.values()),
+                          self._guarded(native.telemetry, None))
+            self.ports.append(Port(native, disc, link, suffix))
+        else:
+            twin = TwinPort(config, spec.loop, self.behaviour.decide_at, switch, self.flow_of)
+            disc.SetHooks(self._guarded(twin.decide, 0), self._guarded(twin.departed, None))
+            self.ports.append(Port(twin, disc, link, suffix))
         self._configure(self.ports[-1])
 
     def _configure(self, port: Port) -> None:
@@ -238,8 +249,9 @@ class Twin:
         follow the algorithm, which aqm_from changes)."""
         queues = port.twin.config.aqm.queues(port.link.pps, port.link.buffer)
         interval = self.spec.telemetry_interval
+        at_arrival = isinstance(port.twin, TwinPort) and port.twin.at_arrival
         port.disc.Configure(link_bps(port.link), queues[0].depth, queues[-1].depth,
-                            len(queues) > 1, port.twin.at_arrival, self.behaviour.bmv2_drop,
+                            len(queues) > 1, at_arrival, self.behaviour.bmv2_drop,
                             -1.0 if interval is None else interval)
 
     def flow_of(self, tag: int) -> tuple[FiveTuple | None, int]:
@@ -488,7 +500,7 @@ class Twin:
                             f"{self.failure}") from self.failure
         self._sample()
         self.write(net, senders, receivers, minimum)
-        decided = sum(port.twin.model.counters.seen_packets for port in self.ports)
+        decided = sum(port.twin.decided for port in self.ports)
         return {"simulated_s": simulated, "wall_s": wall,
                 "setup_s": time.monotonic() - began - wall, "packets_decided": decided,
                 "ns3": NS3_VERSION}

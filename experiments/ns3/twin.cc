@@ -38,10 +38,28 @@ using DecideHook = std::function<int(int64_t serial, int queue, int qdepth, int6
 using DepartHook =
     std::function<void(int64_t serial, int64_t sojourn_us, int deq_qdepth, int64_t now_us)>;
 
+// With ns-3's own queue disc deciding, a departing packet whose telemetry is due: (depth
+// found, sojourn us, codepoint on arrival, now us).
+using ChildHook =
+    std::function<void(int qdepth, int64_t sojourn_us, int ecn, int64_t now_us)>;
+
+// What ns-3's own queue disc did (--factor aqm_impl=ns3), as the switch's counters count.
+struct ChildCounts
+{
+    uint64_t received = 0; // packets it was handed
+    uint64_t receivedBytes = 0;
+    uint64_t probDrops = 0;
+    uint64_t forcedDrops = 0;
+    uint64_t overflowDrops = 0;
+    uint64_t marks = 0;
+};
+
 // The queue disc of the bottleneck's egress: BMv2's rate-limited queue(s) in front of a
 // link. It paces departures at the link's rate itself (the device behind it is a little
 // faster, so it never queues), so a packet's sojourn is its wait for service, as BMv2's
-// deq_timedelta. Two queues (DualPI2): ECT(1) and CE in the L queue, served first.
+// deq_timedelta. Two queues (DualPI2): ECT(1) and CE in the L queue, served first. Or, with
+// a child (SetChild: ns-3's RED, CoDel or PIE), it only paces: the child decides, and
+// `depart` hears of a departure whose telemetry is due.
 class TwinQueueDisc : public QueueDisc
 {
   public:
@@ -82,6 +100,54 @@ class TwinQueueDisc : public QueueDisc
         m_depart = depart;
     }
 
+    // ns-3's own queue disc `type` with these attributes decides instead of the hook;
+    // `telemetry` hears of the departures whose telemetry is due.
+    void SetChild(const std::string& type, std::vector<std::string> names,
+                  std::vector<std::string> values, ChildHook telemetry)
+    {
+        ObjectFactory factory;
+        factory.SetTypeId(type);
+        for (size_t k = 0; k < names.size(); k++)
+        {
+            factory.Set(names[k], StringValue(values[k]));
+        }
+        m_child = factory.Create<QueueDisc>();
+        m_childTelemetry = telemetry;
+    }
+
+    ChildCounts Counts() const
+    {
+        ChildCounts c;
+        if (!m_child)
+        {
+            return c;
+        }
+        const QueueDisc::Stats& s = m_child->GetStats();
+        c.received = s.nTotalReceivedPackets;
+        c.receivedBytes = s.nTotalReceivedBytes;
+        c.marks = s.nTotalMarkedPackets;
+        for (const auto* reasons : {&s.nDroppedPacketsBeforeEnqueue, &s.nDroppedPacketsAfterDequeue})
+        {
+            for (const auto& [reason, n] : *reasons)
+            {
+                if (reason.find("Forced") != std::string::npos)
+                {
+                    c.forcedDrops += n;
+                }
+                else if (reason.find("limit") != std::string::npos ||
+                         reason.find("Overlimit") != std::string::npos)
+                {
+                    c.overflowDrops += n;
+                }
+                else
+                {
+                    c.probDrops += n;
+                }
+            }
+        }
+        return c;
+    }
+
     // A rate step: packets starting service from now on take size / bps each.
     void SetRate(double bps)
     {
@@ -100,7 +166,7 @@ class TwinQueueDisc : public QueueDisc
 
     uint32_t Depth(int queue) const
     {
-        return GetInternalQueue(queue)->GetNPackets();
+        return m_child ? m_child->GetNPackets() : GetInternalQueue(queue)->GetNPackets();
     }
 
   protected:
@@ -115,6 +181,17 @@ class TwinQueueDisc : public QueueDisc
 
     bool CheckConfig() override
     {
+        if (m_child)
+        {
+            if (GetNQueueDiscClasses() == 0)
+            {
+                m_child->Initialize();
+                Ptr<QueueDiscClass> only = CreateObject<QueueDiscClass>();
+                only->SetQueueDisc(m_child);
+                AddQueueDiscClass(only);
+            }
+            return m_bps > 0;
+        }
         if (GetNInternalQueues() == 0)
         {
             for (int q = 0; q < (m_dual ? 2 : 1); q++)
@@ -181,6 +258,10 @@ class TwinQueueDisc : public QueueDisc
 
     bool DoEnqueue(Ptr<QueueDiscItem> item) override
     {
+        if (m_child)
+        {
+            return ChildEnqueue(item);
+        }
         enqueued++;
         m_arrSeq++;
         int ecn = EcnOf(item);
@@ -212,8 +293,72 @@ class TwinQueueDisc : public QueueDisc
         return true;
     }
 
+    bool ChildEnqueue(Ptr<QueueDiscItem> item)
+    {
+        enqueued++;
+        m_arrSeq++;
+        uint32_t depth = m_child->GetNPackets();
+        if (depth >= m_buffer[0])
+        {
+            tailDrops++;
+            DropBeforeEnqueue(item, "buffer full");
+            return false;
+        }
+        // By the item: TCP's segments share their packet's uid (fragments of its buffer).
+        QueueDiscItem* key = PeekPointer(item);
+        m_arrivals[key] = Arrived{Simulator::Now(), depth, EcnOf(item)};
+        if (!m_child->Enqueue(item))
+        {
+            m_arrivals.erase(key);
+            return false;
+        }
+        m_queued[0] += Service(item);
+        return true;
+    }
+
+    Ptr<QueueDiscItem> ChildDequeue()
+    {
+        Time now = Simulator::Now();
+        if (m_child->GetNPackets() == 0)
+        {
+            return nullptr;
+        }
+        if (now < m_nextFree)
+        {
+            if (!m_wakeup.IsPending())
+            {
+                m_wakeup = Simulator::Schedule(m_nextFree - now, &QueueDisc::Run, this);
+            }
+            return nullptr;
+        }
+        Ptr<QueueDiscItem> item = m_child->Dequeue();
+        if (!item)
+        {
+            return nullptr;    // it dropped what it held (CoDel)
+        }
+        auto meta = m_arrivals.find(PeekPointer(item));
+        if (meta != m_arrivals.end())
+        {
+            if (m_childTelemetry && TelemetryDue())
+            {
+                m_childTelemetry(meta->second.qdepth,
+                                 (now - meta->second.arrival).GetMicroSeconds(),
+                                 meta->second.ecn, now.GetMicroSeconds());
+            }
+            m_arrivals.erase(meta);
+        }
+        m_nextFree = now + Service(item);
+        served++;
+        servedBytes += item->GetSize();
+        return item;
+    }
+
     Ptr<QueueDiscItem> DoDequeue() override
     {
+        if (m_child)
+        {
+            return ChildDequeue();
+        }
         while (true)
         {
             Time now = Simulator::Now();
@@ -288,6 +433,17 @@ class TwinQueueDisc : public QueueDisc
     int64_t m_lastSojourn = 0;
     uint32_t m_arrSeq = 0;
     std::deque<Meta> m_meta[2];
+    Ptr<QueueDisc> m_child;
+    ChildHook m_childTelemetry;
+    struct Arrived
+    {
+        Time arrival;
+        uint32_t qdepth;
+        int ecn;
+    };
+
+    // The child's packets (an entry of one it dropped stays until its address is reused).
+    std::map<QueueDiscItem*, Arrived> m_arrivals;
 };
 
 NS_OBJECT_ENSURE_REGISTERED(TwinQueueDisc);
