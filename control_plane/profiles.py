@@ -34,16 +34,18 @@ PRIORITY_QUEUES = "PRIORITY_QUEUES"
 # The parts of the program algorithms share (each a P4AQM_WITH_<PART> symbol) and what each
 # brings into it; an algorithm names those it needs (its class's `parts`).
 SHARED_PARTS = {
-    "MECN_LEVELS": "the verdict's incipient level for marks in region A (aqm_record_h.level_a, "
-                   "control/verdict.p4); without it a mark sets CE",
-    "ARRIVALS": "ingress's arrival number per port (forwarding.p4's arrivals register, "
-                "meta.arr_seq)",
-    "RTT_TRACKER": "ingress's RTT tracker (control/rtt_tracker.p4, meta.rtt_us) and TCP's "
-                   "timestamps option in the parser",
-    "L4_PORTS": "TCP and UDP headers in the parser (AECN's flow classification and the RTT "
-                "tracker read them)",
-    PRIORITY_QUEUES: "DualPI2's L queue in ingress and its charge clone in egress "
-                     "(aqm/dualpi2.p4)",
+    "MECN_LEVELS": "the verdict's incipient level in region A (`level_a`, the "
+                   "`marks_incipient` counter, control/verdict.p4); without it a mark sets CE",
+    "ARRIVALS": "ingress's arrival number per port (forwarding.p4's `arrivals` register, "
+                "`arr_seq` in metadata)",
+    "RTT_TRACKER": "ingress's RTT tracker (control/rtt_tracker.p4: `rtt_config`, "
+                   "`rtt_events`, `rtt_us` in metadata) and TCP's timestamps option in the "
+                   "parser",
+    "L4_PORTS": "the TCP and UDP headers and their parser states (AECN's flow "
+                "classification and the RTT tracker read them)",
+    PRIORITY_QUEUES: "DualPI2's L queue in ingress (`dualpi2_queue`) and its charge clone in "
+                     "egress, aqm/dualpi2.p4 (the controller installs the two charge clone "
+                     "sessions per port only for a program with this part)",
 }
 # The record's fields that only some algorithms' controls write (aqm_types.p4's
 # aqm_record_h, each a P4AQM_RECORD_<FIELD> symbol): a profile's record has those of its

@@ -35,9 +35,9 @@ Defaults: minth 10, maxth 30 (the seed's ch. 5), maxp 0.1 (RED's; the seed sweep
 fields src, dst (IPv4 prefixes), protocol, sport, dport; the first rule that matches wins,
 e.g. "src:10.0.0.1/32=fragile;src:10.0.0.0/24,dport:5201=robust".
 
-Telemetry: avg, prob (the group's pb) and count as RED; group; rtt and ingress_ts (the
-tracker's input and result); state0 = debts (robust | average << 8 | fragile << 16);
-state1 = 1 when the group came from the measured RTT.
+Telemetry: `avg`, `prob` (the group's pb) and `count` as RED; `group`; `rtt` and
+`ingress_ts` (the tracker's result and input); `state0` = the debts (robust | average << 8
+| fragile << 16); `state1` = 1 when the group came from the measured RTT.
 """
 
 from __future__ import annotations

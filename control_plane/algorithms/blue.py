@@ -1,17 +1,20 @@
 """BLUE (Feng, Kandlur, Saha, Shin 2002; p4src/include/aqm/blue.p4).
 
-One marking probability pm driven by events, each change at most once per freeze_time:
-  loss event: pm += d1   a packet found `threshold` or more packets queued (default the
-                         limit: an overflow at the limit; a lower threshold is BLUE's
-                         "Qlen > L" for ECN), or BMv2 dropped packets of this port at a full
-                         queue since the last one left (a gap in ingress's arrival numbers)
-  link idle:  pm -= d2   a packet found the queue empty
+One marking probability pm driven by events, each change at most once per `freeze_time`:
+
+- a loss event, `pm += d1`: a packet found `threshold` or more packets queued (default the
+  limit: an overflow at the limit; a lower threshold is BLUE's "Qlen > L" for ECN), or
+  BMv2 dropped packets of this port at its full queue since the last one left (a gap in
+  ingress's arrival numbers);
+- the link idle, `pm -= d2`: a packet found the queue empty.
+
 Every packet is marked (ECT) or dropped (Not-ECT) with pm. Defaults are the paper's (and
 seed 003's): d1 0.025, d2 0.0025, freeze_time 0.1 s; ECN on. "now" is the packet's
 arrival time; at a new epoch pm = 0.
 
-Telemetry: prob = pm (FRAC32), state0 = packets BMv2 dropped just before this one,
-event = the change to pm, arr_seq = the packet's arrival number.
+Telemetry: `prob` = pm (FRAC32), `state0` = the packets BMv2 dropped just before this one,
+event = the change to pm (INCREASE, DECREASE, or HELD when one was due too soon),
+`arr_seq` = the packet's arrival number.
 """
 
 from __future__ import annotations

@@ -1,38 +1,47 @@
 """CoDel (Nichols, Jacobson, McGregor, Iyengar: RFC 8289; p4src/include/aqm/codel.p4).
 
-At dequeue, a packet is "ok to drop" when the sojourn times since the first one above
-`target` (5 ms) have stayed at or above it for `interval` (100 ms) and the queue it leaves
-is not nearly empty. The first such packet is dropped (or marked) and CoDel enters the
-dropping state; it then drops one packet at each drop_next, spaced by the control law
-interval / sqrt(count), until a packet is no longer ok to drop. On re-entry within 16
-intervals of the last episode, count restarts at count - lastcount when that is above 1
-(RFC 8289's pseudocode, which gives Linux's version).
+At dequeue, a packet is *ok to drop* when every sojourn time since the first one at or
+above `target` (5 ms) has stayed there for `interval` (100 ms) and the queue it leaves is
+not nearly empty. The first such packet is dropped (or marked) and CoDel enters the
+dropping state; it then drops one packet at each `drop_next`, spaced by the control law
+`interval / sqrt(count)`, until a packet is no longer ok to drop. Re-entering within 16
+intervals of the last episode restarts `count` at `count - lastcount` when that is above 1
+(RFC 8289's pseudocode, which gives Linux's). The sojourn is BMv2's `deq_timedelta`; egress
+runs at dequeue, where CoDel acts.
 
-Our choices, where the RFC's queue is not BMv2's:
-- One packet per egress pass. RFC 8289's dequeue() drops a packet and dequeues the next
-  within one call; here that next packet is the next pass, which finishes what the call
-  would have done (codel.p4's AFTER_* flags): after a drop in the dropping state it advances
-  drop_next by the control law only if it is itself ok to drop, after the drop that entered
-  the dropping state it is sent whatever its sojourn, and after a mark (ECN) it advances
-  drop_next before it is judged (Linux advances it at the mark: the schedule is the same,
-  and one control law per packet is one table lookup). Its own `now` is its departure, one
-  service slot after the dropped packet's (BMv2's egress drop uses the slot).
-- "Queue nearly empty" (the RFC's bytes() <= maxpacket, one MTU left): BMv2's queue serves
-  packets, not bytes, so a packet is the unit of service: the queue a packet leaves holds at
-  most `min_backlog` packets (default 1).
-- The control law has no square root or division in the data plane: the codel_law table
-  (LPM on count) holds interval / sqrt(count) in microseconds, every count below 64 exact
-  and 32 buckets per octave above, interpolated linearly: within 1.5 us plus 1.0e-4 of the
-  exact value over the whole range 1 .. 2^32 - 1 (tests/algorithms/test_codel.py checks it).
-- The re-entry test is Linux's signed one: a drop_next still ahead counts as recent.
-- ECN (`ecn`, on by default like the other algorithms here; Linux's codel defaults to off):
-  an ECN-capable packet (ECT or CE) is marked instead of dropped, Not-ECT is dropped; a mark
-  counts as a drop for count.
+Where BMv2's queue is not the RFC's:
 
-Telemetry: deq_qdepth, count = count, state0 = drop_next (low 32 bits, USEC), state1 = lastcount,
-avg = the flags after the packet (1 dropping, 2 above target, 4/8/16 after a drop / the
-entering drop / a mark), region = NONE / A (above target, not yet for an interval) / B (ok
-to drop), event = INCREASE when it entered the dropping state, DECREASE when it left.
+- **One packet per egress pass.** The RFC's `dequeue()` drops a packet and dequeues the
+  next within one call; here the next packet is the next pass, which finishes what the
+  call would have done (the state's flags say what came before: after a drop in the
+  dropping state, after the drop that entered it, after a mark). After a drop in the
+  dropping state it advances `drop_next` by the control law only if it is itself ok to
+  drop; after the drop that entered the dropping state it is sent whatever its sojourn;
+  after a mark it advances `drop_next` before it is judged (Linux advances it at the mark:
+  the schedule is the same, with one control law, one table lookup, per packet). Its own
+  `now` is its departure, one service slot after the dropped packet's (BMv2's egress drop
+  uses the slot).
+- **Queue nearly empty** (the RFC's `bytes() <= maxpacket`, one MTU left): BMv2's queue
+  serves packets, not bytes, so a packet is the unit of service: the queue a packet leaves
+  holds at most `min_backlog` packets (default 1).
+- **The control law without square root or division**: the `codel_law` table (LPM on
+  `count`, as P4-CoDel does) holds `interval / sqrt(count)` in microseconds, every count
+  below 64 exact and 32 buckets per octave above, interpolated linearly: within 1.5 µs
+  plus 1e-4 of the exact value over the whole range 1 to 2^32 − 1 (tested at every
+  bucket's start, middle and end and at 20 000 random counts). P4-CoDel's table has one
+  entry per power of two of `count`.
+- The re-entry test is Linux's signed one: a `drop_next` still ahead counts as recent.
+- **ECN** (`ecn`, on by default like every algorithm here; Linux's `codel` defaults to
+  off): an ECN-capable packet (ECT or CE) is marked instead of dropped, Not-ECT is dropped;
+  a mark counts as a drop for `count`.
+- CoDel acts on the sojourn, which a packet does not have before it is queued: the program
+  built to drop at enqueue (`--factor drop=enqueue`) refuses it.
+
+Telemetry: `count`; `state0` = `drop_next` (its low 32 bits, µs); `state1` = `lastcount`;
+`avg` = the state's flags after the packet (1 dropping, 2 above target, 4 / 8 / 16 after
+a drop / the entering drop / a mark); `deq_qdepth`; region NONE (below target, or the
+queue nearly empty), A (above target for less than an interval) or B (ok to drop); event
+INCREASE on entering the dropping state and DECREASE on leaving it.
 """
 
 from __future__ import annotations

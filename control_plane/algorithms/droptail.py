@@ -1,6 +1,9 @@
 """DropTail (p4src/include/aqm/droptail.p4): only the hard limit, applied by the verdict.
 
-No state of its own; the port still counts and exports telemetry (depth, sojourn).
+`droptail(limit)`: a packet that finds `limit` packets queued is dropped. No state, no
+draw; the port still counts and exports telemetry (depth, sojourn). In the experiments
+the buffer is BMv2's own queue, whose depth equals the limit, so DropTail's drops there
+are BMv2's enqueue-time tail drops.
 """
 
 from __future__ import annotations

@@ -1,49 +1,59 @@
-"""DualPI2 (De Schepper, Briscoe, White: RFC 9332; p4src/include/aqm/dualpi2.p4): PI2
-(pi2.py) coupling two queues, on BMv2's priority queues.
+"""DualPI2, the DualQ Coupled AQM (De Schepper, Briscoe, White: RFC 9332;
+p4src/include/aqm/dualpi2.p4): PI2 (pi2.py) coupling two queues, on BMv2's priority queues.
 
-The switch runs with two priority queues per port (simple_switch --priority-queues 2).
-Ingress puts ECT(1) and CE packets of a DualPI2 port into its L queue (v1model `priority`
-1, served first), Not-ECT and ECT(0) into the classic queue (priority 0). Egress runs PI2
-with three differences: only classic packets' delays drive p' (the classic queue's delay,
-RFC 9332's cq.time()); an L packet is marked with max(step, min(k p', 1)), the step being 1
-when its own sojourn exceeds `step_thresh` and it found at least `step_qlen` packets in the
-L queue (RFC 9332's native L4S AQM, its Th_len the minimum queue); and an L packet that
-leaves is charged to the classic queue (below). Classic packets get p'^2; overload as in
-PI2 (k p' >= 1: the L queue drops with p'^2, classic ECN-capable packets are dropped).
+The switch runs with two priority queues per port (`simple_switch_grpc --priority-queues
+2`). Ingress puts ECT(1) and CE packets of a DualPI2 port into its L queue (v1model
+`priority` 1, served first), Not-ECT and ECT(0) into the classic queue (priority 0): the
+`dualpi2_queue` table, whose one entry comes and goes with the algorithm. Egress runs PI2
+with three differences:
 
-BMv2's queues are not RFC 9332's: its scheduler serves the higher priority first, and
-each priority queue is paced at its own rate (QueueingLogicPriRL: set_queue_rate gives
-every priority queue of the port that rate, there is no rate for the port as a whole).
-Measured (tests/algorithms/test_dualpi2.py): two queues at the port's rate carry twice
-it, so strict priority alone never starves the classic queue, and an L flow never takes
-the classic flows' capacity either: without more, the two queues would not share a link.
-So every L packet that leaves (not one that is dropped) is cloned into the classic queue
-(E2E clone to the port, dropped in egress): the clone takes one of the classic queue's
-service slots, as the L packet's transmission would take the classic queue's turn on a
-link of one rate. With both queues busy the classic queue then gets the rate the L queue
-leaves, as under strict priority; the charge waits behind the classic packets queued
-before it, so the rates add up to the port's over periods longer than the classic
-queue's delay, and a shorter burst can exceed it. Under an L flow that does not respond,
-the clones take the classic queue's slots (starvation: the classic traffic keeps its share
-of the classic queue's arrivals, clones included, and a responsive classic flow backs off
-toward nothing). The bound is the L queue's own rate, `l_rate` times the port's
-(set_queue_rate for priority 1 over Thrift): the classic queue then keeps at least
-min(its demand, (1 - l_rate) x the port's rate); the L queue's depth `l_depth` bounds the L
-backlog (l_depth / (l_rate x rate) of delay). Defaults: l_rate 1 (no reserve, strict
-priority as BMv2 has it), l_depth the port's queue depth. `charge` false leaves BMv2's
-queues as they are (each paced at its own rate: the port carries up to the sum), for
-measuring what the charge does.
+- only classic packets' delays drive p′ (the classic queue's delay, RFC 9332's
+  `cq.time()`);
+- an L packet is marked with max(step, min(k·p′, 1)), the step being 1 when its own sojourn
+  exceeds `step_thresh` and it found at least `step_qlen` packets in the L queue (RFC
+  9332's native L4S AQM; its minimum queue `Th_len`);
+- classic packets get p′² (drop, or mark if ECT(0)); overload as in PI2 (k·p′ ≥ 1: the L
+  queue drops with p′², classic ECN-capable packets are dropped).
 
-The step threshold: RFC 9332 and Linux use 1 ms, several packets at the rates they were
-measured at (1 ms is 3.3 packets of 1500 bytes at 40 Mb/s, 8.3 at 100 Mb/s). A packet's
-sojourn in BMv2's queue is the service slots ahead of it, 1.2 ms each at 10 Mb/s, so 1 ms
-would mark every L packet that found one packet ahead. `step_thresh` auto (None) is
-therefore max(1 ms, 2 packet service times of the L queue, at l_rate times the port's
-rate): with l_rate 1, 1 ms from 2 000 packets/s up (24 Mb/s of 1500-byte packets), 2.4 ms
-at 10 Mb/s (833 packets/s).
+**The step threshold.** RFC 9332 and Linux use 1 ms: several packets at the rates they
+were measured at (3.3 packets of 1500 bytes at 40 Mb/s, 8.3 at 100 Mb/s). In BMv2's queue a
+packet's sojourn is the service slots ahead of it, 1.2 ms each at 10 Mb/s, so 1 ms would
+mark every L packet that found one packet ahead. `step_thresh` left out is therefore
+max(1 ms, 2 service times of the L queue, at `l_rate` times the port's rate): with
+`l_rate` 1, 1 ms from 2 000 packets/s up (24 Mb/s of 1500-byte packets), 2.4 ms at 10 Mb/s
+(833 packets/s).
 
-Telemetry: as PI2's (pi2.py); group is the queue (0 classic, 1 L), and region B marks the
-step's marks.
+**BMv2's scheduler is not RFC 9332's.** RFC 9332 schedules the two queues by time-shifted
+FIFO or weighted round robin under one link rate. BMv2's multi-queue logic
+(QueueingLogicPriRL) serves the higher priority first, and paces each priority queue at its
+own rate: `set_queue_rate` gives every priority queue of the port that rate, and nothing
+limits the port as a whole. Measured (tests/algorithms/test_dualpi2.py): two queues at the
+port's rate carry up to twice it, so without more the two queues would not share a link
+at all. So every L packet that leaves (not one that is dropped) is charged to the classic
+queue: it is cloned (egress-to-egress) into the classic queue, where the clone takes one
+service slot and is dropped, as the L packet's transmission would take the classic
+queue's turn on a link of one rate. With both queues busy the classic queue gets the rate
+the L queue leaves, as on one link under strict priority. The charge waits behind the
+classic packets queued before it, so the two rates add up to the port's over periods
+longer than the classic queue's delay; a shorter burst can exceed it. `charge = false`
+leaves BMv2's queues as they are (each paced at its own rate: the port carries up to the
+sum), to measure what the charge does.
+
+**Starvation and its bound.** Under an L flow that does not respond to marks, the charges
+take the classic queue's slots: with strict priority the classic traffic keeps only what
+the L flow leaves (its share of the classic queue's arrivals, clones included, so a
+responsive classic flow backs off toward nothing), and only DualPI2's overload handling (L
+packets dropped with p′² once k·p′ ≥ 1) leaves it anything. The bound is the L queue's own
+rate, `l_rate` times the port's (set over Thrift with `set_queue_rate` for priority 1): the
+classic queue then keeps at least min(its demand, (1 − `l_rate`) × the port's rate).
+`l_depth` bounds the L queue (`l_depth / (l_rate × rate)` of delay). Defaults: `l_rate` 1
+(no reserve: strict priority as BMv2 has it), `l_depth` the port's queue depth. BMv2's
+depth and the `limit` the AQM checks (`enq_qdepth`) are per priority queue, so each queue
+holds up to its own depth, where RFC 9332 shares one limit between them: set `l_depth`
+lower to keep the total.
+
+Telemetry: as PI2's (pi2.py); `group` is the queue (0 classic, 1 L), and region B marks
+the step's marks.
 """
 
 from __future__ import annotations

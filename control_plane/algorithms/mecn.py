@@ -1,12 +1,19 @@
-"""MECN (seed 001; p4src/include/aqm/mecn.p4): RED's control with two codepoints.
+"""MECN (Durresi, Sridharan, Jain: adaptive multi-level ECN, 2007, seed 001;
+p4src/include/aqm/mecn.p4): RED's control with two codepoints.
 
-Incipient marks (ECT(1)) with p1 = p1max (avg - minth) / (midth - minth) in
-[minth, midth); moderate marks (CE) with p2 = p2max (avg - midth) / (maxth - midth) in
-[midth, maxth); drop at avg >= maxth. Telemetry as for RED (red.py).
+Three thresholds, minth < midth < maxth, on RED's ramp (red.py): in [minth, midth) a
+packet is marked *incipient* (ECT(1)) with `p1 = p1max (avg − minth) / (midth − minth)`;
+in [midth, maxth) *moderate* (CE) with `p2 = p2max (avg − midth) / (maxth − midth)`;
+at avg ≥ maxth it is dropped. A mark never lowers the level already in the packet
+(ECT(0) < ECT(1) < CE, seed 001 Table 1); Not-ECT packets are dropped instead.
+Thresholds 5 / 10 / 15 and wq 0.0027 are seed 001's simulation values; p1max = p2max =
+0.1 is our default (the seed gives none).
 
-wait (ns-2's wait between marks, red.py) applies in both regions: they share one count,
+`wait` (ns-2's wait between marks, red.py) applies in both regions: they share one count,
 as a RED-derived ns-2 queue would keep it, so after a mark of either level the next waits
-until count * p >= 1 with the p of the region the packet finds.
+until count · p ≥ 1 with the p of the region the packet finds.
+
+Telemetry as for RED (red.py).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ Per packet, in arrival order:
     r >= C: the departing (front) packet is marked (ECT) or dropped (Not-ECT) with P
     EQ > B: dropped (B = limit, the verdict's overflow)
 
-Choices where the seed is silent or BMv2 differs from ns-2 (docs/algorithms/newque.md):
+Choices where the seed is silent or BMv2 differs from ns-2:
+
   - the rate counts packets and C is in packets/s: BMv2's queue serves packets
     (set_queue_rate), so packets/s is the rate the queue compares against; with equal
     packets (E6: 1040 B) this is the seed's byte rate divided by the packet size;
@@ -24,7 +25,13 @@ Choices where the seed is silent or BMv2 differs from ns-2 (docs/algorithms/newq
     first packet's T is 0 and l is 1 (r = 1/K: one packet in the last K);
   - the packets BMv2 drops at its full queue never reach egress: they count in the next
     admitted packet's l, so the estimate is the offered rate even when the buffer is
-    full (counted only by their number: every E6 packet has the same size).
+    full (counted only by their number: every E6 packet has the same size);
+  - the gain g(T) = (1 - e^(-T/K)) / T, which needs exp and a division, comes from the
+    `newque_rate` lookup table (per bucket of T: its value at the bucket's start and its
+    drop across it, interpolated), and 1 - e^(-T/K) = T g(T), so a constant rate is
+    estimated exactly whatever the interpolation's error; past T = 22.9 K
+    (e^(-T/K) < 2^-33) the table misses and r restarts from 0.
+
 Defaults are the seed's: alpha 0.0001, beta 0.02, min_interval 0.1 s, K 0.1 s; ECN on
 (the seed's senders are ECN-capable); C = the port's service rate unless given.
 
@@ -32,8 +39,9 @@ Defaults are the seed's: alpha 0.0001, beta 0.02, min_interval 0.1 s, K 0.1 s; E
 the time since the previous departure and l = 1, so r is the rate the queue served (never
 above C for long) instead of the rate offered to it; the default is the seed's arrivals.
 
-Telemetry: prob = P (FRAC32), state0 = r (RATE, packets/s * 2^16), state1 = l, arr_seq,
-event = the change.
+Telemetry: `prob` = P (FRAC32), `state0` = r (RATE, packets/s * 2^16), `state1` = l,
+`arr_seq`, event = the change to P (INCREASE, DECREASE, or HELD when one was due too
+soon), region A while r >= C.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ Formats: p in P48 (probability * 2^48); a and b in GAIN48 (probability per packe
 2^48), below 2^-8 so every product stays in 64 bits; a qref, b qref and (a - b) qref are
 computed here from the encoded gains, so q = q_old = qref changes p by exactly 0.
 
-Telemetry: prob = p (FRAC32), state0 = q_old (packets), state1 = intervals this packet
-closed (0, or 1 + missed), event = UPDATE when it ran the update, and then deq_qdepth =
-the q it used.
+Telemetry: `prob` = p (FRAC32), `state0` = q_old (packets), `state1` = the updates this
+packet ran (0, or 1 + the intervals without a departure), event = UPDATE when it ran the
+update, and then `deq_qdepth` = the q it used.
 """
 
 from __future__ import annotations

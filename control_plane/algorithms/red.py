@@ -1,24 +1,45 @@
-"""The RED family (p4src/include/aqm/red.p4): RED, gentle RED, RED+ECN and ECNM.
+"""The RED family (p4src/include/aqm/red.p4): RED (Floyd & Jacobson 1993), gentle RED,
+RED+ECN (RFC 3168) and ECNM (seed 002).
 
-All are one ramp of the marking probability over RED's average queue; the action names
-the ECN mode. MECN (mecn.py) runs the same control with two codepoints, so the model and
-the helpers here (average, idle decay, ramp, uniformised firing) serve it too.
+All are one two-region ramp of the marking probability over RED's average queue
+(queue_avg.p4, with its decay over idle time), shared with MECN (mecn.py, two codepoints)
+and AECN (aecn.py, a ramp per RTT group), so the model and the helpers here (average, idle
+decay, ramp, uniformised firing) serve them too:
 
-`wait` (every RED-family algorithm: RED, gentle RED, RED+ECN, ECNM, MECN, AECN) is ns-2's
-`wait_`: between marks, nothing fires while count * pb < 1, then pa = pb / (2 - count pb),
-and count * pb >= 2 fires (ns-2's queue/red.cc, modify_p; ns-3's RedQueueDisc `Wait`).
-Marks are then spaced uniformly in [1/pb + 1, 2/pb] packets instead of [1, 1/pb], about a
-third as many at the same average (2 pb / (3 + pb) instead of 2 pb / (1 + pb)). The
-default is off, Floyd & Jacobson's rule: the algorithm as its paper and Linux's red.h
-define it, and the rule every result so far was measured with. ns-2, the seeds'
-simulator, has `wait_ true` in its ns-default.tcl (as ns-3's `Wait` defaults to true): a
-reproduction of a seed's run that used ns-2's defaults sets wait = true (`--factor
-wait=1`). count here is the packets since the last mark before this one (Floyd &
-Jacobson's analysis); ns-2 counts the arriving packet too (one more), and
-tests/test_ns3_red.py shows what that and ns-2's other count rules change.
+- region A `[t0, t1)` with `pb = slope_a (avg - t0)`,
+- region B `[t1, t2)` with `pb = base_b + slope_b (avg - t1)`,
+- forced above `t2`.
 
-Telemetry: avg = average after this packet (QPKT), prob = pb in force (FRAC32), count =
-unmarked packets since the last mark, before this one.
+| action | the ramp | above it |
+|---|---|---|
+| `red` | `maxp (avg − minth) / (maxth − minth)` in [minth, maxth) | drop |
+| `red` with `gentle=true` | then from maxp to 1 in [maxth, 2 maxth) (`hardth = 2 maxth`) | drop above 2 maxth |
+| `red_ecn` | as RED; ECT marked CE, Not-ECT dropped (RFC 3168) | drop |
+| `ecnm` | as RED+ECN (seed 002) | marks above maxth too; drops only Not-ECT and at the limit |
+
+In both regions a packet fires with `pa = pb / (1 - count pb)` (Floyd & Jacobson),
+`count` being the unmarked packets since the last mark before this one, so marks are
+spaced uniformly in `[1, 1/pb]`; without division: `count pb >= 1 or rnd (1 - count pb) <
+pb` (marker.p4). ns-2 counts the arriving packet too (one more), and
+tests/test_ns3_red.py shows what that and ns-2's other count rules change. The count is
+kept per group (AECN's; one group otherwise): with one count per port, the group with the
+highest pb would take most marks. A port's new epoch resets all of its groups'.
+
+**`wait`** (every RED-family algorithm: RED, gentle RED, RED+ECN, ECNM, MECN, AECN) is
+ns-2's `wait_` (queue/red.cc, modify_p; ns-3's RedQueueDisc `Wait`), off by default:
+nothing fires while `count pb < 1`, then `pa = pb / (2 - count pb)`, and `count pb >= 2`
+always fires. Marks are then spaced uniformly in `[1/pb + 1, 2/pb]` packets, about a third
+as many at the same average (`2 pb / (3 + pb)` instead of `2 pb / (1 + pb)`). Both rules
+are one test on `s = count pb + (1 without wait)`:
+`s >= 2 or (s >= 1 and rnd (2 - s) < pb)`. The default is Floyd & Jacobson's rule, the
+algorithm as its paper and Linux's red.h define it, and the rule every result so far was
+measured with; ns-2, the seeds' simulator, has `wait_ true` in its ns-default.tcl (as
+ns-3's `Wait` defaults to true): a reproduction of a seed's run that used ns-2's defaults
+sets wait = true (`--factor wait=1`).
+
+Telemetry: `avg` = the average after this packet (QPKT), `prob` = pb in force (FRAC32),
+`count` = the unmarked packets since the last mark, before this one; region A, B or
+FORCED as above.
 """
 
 from __future__ import annotations

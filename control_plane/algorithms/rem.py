@@ -21,9 +21,9 @@ Formats: the price is PRICE (price * 2^32); gamma and gamma alpha are below 0.5,
 arrivals of one interval are clamped to 2^24 and the price to 2^30, so sums stay in 64
 bits.
 
-Telemetry: prob = marking probability (FRAC32), state0 = price * 2^16 (saturated),
-state1 = x of the interval this packet closed, event = UPDATE when it did (and then
-deq_qdepth = the backlog it used), arr_seq = the packet's arrival number.
+Telemetry: `prob` = the marking probability (FRAC32), `state0` = price * 2^16
+(saturated), `state1` = x of the interval this packet closed, event = UPDATE when it did
+(and then `deq_qdepth` = the backlog it used), `arr_seq` = the packet's arrival number.
 """
 
 from __future__ import annotations

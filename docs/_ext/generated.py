@@ -15,11 +15,27 @@ the experiment's title, scaling and the paper's claims, from the registry that
     ```
 every figure under docs/figures/e5/, put there from a run by `python -m analysis.figures`,
 with the run it comes from (the PNG's "Source" text); or, before there is one, the command
-that puts them there.
+that puts them there;
+
+    ```{docstring} control_plane.algorithms.codel
+    ```
+a module's docstring as the page's own text: an algorithm's one description;
+
+    ```{algorithms}
+    ```
+the algorithm registry's pages (a table of contents, and a table of each page's files: P4,
+golden model, tests); a module of the registry without its page fails the build;
+
+    ```{shared-parts}
+    ```
+the program's shared parts (build profiles), what each brings and the algorithms that need
+it.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from pathlib import Path
 
 from docutils import nodes
@@ -43,6 +59,9 @@ class Markdown(SphinxDirective):
 
 
 class ParametersDirective(Markdown):
+    """Every algorithm's parameters without an argument."""
+
+    required_arguments = 0
     optional_arguments = 20
 
     def run(self) -> list[nodes.Node]:
@@ -50,13 +69,68 @@ class ParametersDirective(Markdown):
         from control_plane.algorithms import ALGORITHMS
         from control_plane.cli import shown
         lines = ["| algorithm | parameters (defaults) |", "|---|---|"]
-        for name in self.arguments:
+        for name in self.arguments or ALGORITHMS:
             if name not in ALGORITHMS:
                 raise self.error(f"no algorithm {name!r} (there are: {', '.join(ALGORITHMS)})")
             cls = ALGORITHMS[name]
             defaults = cls()
             lines.append(f"| `{name}` | " + " ".join(
                 f"`{f.name}={shown(getattr(defaults, f.name))}`" for f in fields(cls)) + " |")
+        return self.render(lines)
+
+
+class DocstringDirective(Markdown):
+    def run(self) -> list[nodes.Node]:
+        try:
+            module = importlib.import_module(self.arguments[0])
+        except ImportError as err:
+            raise self.error(f"no module {self.arguments[0]!r}: {err}") from None
+        self.env.note_dependency(module.__file__)
+        text = inspect.getdoc(module)
+        if not text:
+            raise self.error(f"{self.arguments[0]} has no docstring")
+        return self.render(text.splitlines())
+
+
+def algorithm_pages() -> dict[str, list]:
+    """Each page under docs/algorithms/ (named like the module) and its algorithms, in the
+    registry's order."""
+    from control_plane.algorithms import ALGORITHMS
+    pages: dict[str, list] = {}
+    for cls in ALGORITHMS.values():
+        pages.setdefault(cls.__module__.rsplit(".", 1)[-1], []).append(cls)
+    return pages
+
+
+class AlgorithmsDirective(Markdown):
+    required_arguments = 0
+
+    def run(self) -> list[nodes.Node]:
+        here = Path(self.env.doc2path(self.env.docname)).parent
+        pages = algorithm_pages()
+        lines = ["```{toctree}", ":maxdepth: 1", "", *pages, "```", "",
+                 "| page | algorithms | P4 | golden model | tests |", "|---|---|---|---|---|"]
+        for page, classes in pages.items():
+            if not (here / f"{page}.md").is_file():
+                raise self.error(f"{page}.md: the page of {classes[0].__module__} is missing")
+            p4 = f"p4src/include/aqm/{page}.p4"
+            lines.append(
+                f"| []({page}.md) | {', '.join(f'`{c.action}`' for c in classes)} | "
+                f"`{p4}` | `control_plane/algorithms/{page}.py` | "
+                f"`tests/algorithms/test_{page}.py` |")
+        return self.render(lines)
+
+
+class SharedPartsDirective(Markdown):
+    required_arguments = 0
+
+    def run(self) -> list[nodes.Node]:
+        from control_plane.algorithms import ALGORITHMS
+        from control_plane.profiles import SHARED_PARTS
+        lines = ["| part | what it brings | needed by |", "|---|---|---|"]
+        for part, brings in SHARED_PARTS.items():
+            users = [f"`{name}`" for name, cls in ALGORITHMS.items() if part in cls.parts]
+            lines.append(f"| `{part}` | {brings} | {', '.join(users)} |")
         return self.render(lines)
 
 
@@ -105,4 +179,7 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("parameters", ParametersDirective)
     app.add_directive("experiment", ExperimentDirective)
     app.add_directive("figures", FiguresDirective)
+    app.add_directive("docstring", DocstringDirective)
+    app.add_directive("algorithms", AlgorithmsDirective)
+    app.add_directive("shared-parts", SharedPartsDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

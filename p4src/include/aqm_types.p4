@@ -23,7 +23,7 @@ header aqm_record_h {
     bit<1>  fire;         // 1: the algorithm decided to mark or drop it (verdict.p4)
     bit<2>  bmv2_random;  // 1: BMv2's unseedable random() instead of the seeded stream
     // What a mark sets in region A (MECN: incipient; CE elsewhere). Written only in a
-    // profile with MECN_LEVELS; in others it pads the header to whole bytes.
+    // profile with P4AQM_WITH_MECN_LEVELS; in others it pads the header to whole bytes.
     bit<2>  level_a;
     bit<32> limit;        // PKTS, drop when the arriving packet finds this many queued
     // Registers cannot be written over P4Runtime, so a port's state is reset by a new

@@ -9,7 +9,7 @@
 @controller_header("packet_in")
 header telemetry_t {
     bit<16> port;            // egress port the record describes
-    bit<16> epoch;           // state epoch in force (see port_epoch table)
+    bit<16> epoch;           // state epoch in force (the aqm_config entry's epoch_id)
     bit<32> pkt_seq;         // packets seen on the port in this epoch, this one included
     bit<32> tele_seq;        // records exported for the port in this epoch, this one included
     bit<32> enq_ts;          // USEC, arrival at the queue
