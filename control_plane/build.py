@@ -65,12 +65,20 @@ def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
     out.mkdir(parents=True, exist_ok=True)
     artifacts = Artifacts.in_folder(out, PROGRAM if source == MAIN_P4 else source.stem)
     include = []
-    if (source.parent / "include" / "profile.p4").is_file():
+    profile_p4 = source.parent / "include" / "profile.p4"
+    if profile_p4.is_file() and PROFILE_P4 in profile_p4.read_text():
         generated = out / GENERATED
         generated.mkdir(exist_ok=True)
         (generated / PROFILE_P4).write_text(profile.p4_profile(drop_at == "enqueue"))
         (generated / ALGORITHMS_P4).write_text(profile.p4_algorithms())
         include = [f"-I{generated}", f"-I{source.parent / 'include'}"]
+    elif profile_p4.is_file():
+        # p4src/ of a revision before the generated profile (benchmarks' --compare): its
+        # profile.p4 lists every algorithm itself, so it builds "all" only.
+        if profile.name != ALL_PROFILE.name:
+            raise CompileError(f"{source} predates the profiles the build generates: it "
+                               f"builds only as {ALL_PROFILE.name}, not {profile.name}")
+        include = ["-DP4AQM_DROP_AT_ENQUEUE"] if drop_at == "enqueue" else []
     cmd = [
         str(p4c), "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
         "-o", str(out), *include,

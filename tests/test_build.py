@@ -6,6 +6,7 @@ import pytest
 
 from control_plane import toolchain
 from control_plane.build import Artifacts, CompileError, compile_program, main
+from control_plane.profiles import Profile
 
 pytestmark = pytest.mark.p4
 
@@ -59,3 +60,16 @@ def test_the_drop_at_enqueue_variant_moves_the_aqm_into_ingress_under_the_same_n
         assert {"aqm_config", "idle_decay"} <= tables_of(program.bmv2_json, aqm_in)
         assert "aqm_config" not in tables_of(program.bmv2_json, not_in)
     assert "telemetry_config" in tables_of(variant.bmv2_json, "egress")
+
+
+def test_a_revision_before_generated_profiles_builds_only_as_all(p4c, tmp_path):
+    """`make bench BENCH="--compare REV"` compiles an older p4src/ with this build: one whose
+    profile.p4 lists the algorithms itself (before the build generated them) is refused any
+    other profile, in one line, before p4c runs."""
+    old = tmp_path / "old" / "include"
+    old.mkdir(parents=True)
+    (old / "profile.p4").write_text("#define P4AQM_WITH_RED\n")
+    (old.parent / "main.p4").write_text('#include "include/profile.p4"\n')
+    with pytest.raises(CompileError, match="predates the profiles the build generates: it "
+                                           "builds only as all, not red"):
+        compile_program(tmp_path / "out", old.parent / "main.p4", profile=Profile.parse("red"))
