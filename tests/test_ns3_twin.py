@@ -85,11 +85,13 @@ def in_ns3(aqm, decide_at: str, slot_kept: bool, packets: list[Packet], buffer: 
     g = load(SOURCE)
     twin = port(aqm, decide_at, interval)
     net = g.p4aqm_twin.Network(1, 1)
+    # kept alive while ns-3 holds them; the trace has no userspace flow, no timed event
+    hooks = (lambda port, *a: twin.decide(*a), lambda port, *a: twin.departed(*a),
+             *[lambda *a: None] * 4)
+    net.SetHooks(*hooks)
     front, back = net.AddNode(), net.AddNode()
-    disc = net.AddBottleneck(front, back, RATE, DELAY_NS / 1e9, 100)
+    disc = net.AddBottleneck(front, back, RATE, DELAY_NS / 1e9, 100, 0)
     disc.Configure(RATE, buffer, buffer, False, twin.at_arrival, slot_kept, interval)
-    hooks = (twin.decide, twin.departed)        # kept alive while ns-3 holds them
-    disc.SetHooks(*hooks)
     net.AssignAddresses()
     receiver = net.AddTraceReceiver(back, UDP)
     net.AddTraceSender(front, back, UDP, [p.t_ns for p in packets], [p.size for p in packets],

@@ -153,6 +153,9 @@ class Twin:
         self.g = load(SOURCE)
         self.ns = self.g.ns3
         self.hooks: list = []       # Python callables C++ holds: kept alive here
+        self.events: list = []      # what each timed event calls (_at)
+        # the userspace transport's ends, by the flow's tag: (sender's hook, receiver's)
+        self.udp: dict[int, tuple] = {}
         self.failure: BaseException | None = None
         self.ports: list[Port] = []
         self.tcp: list[TcpFlow] = []
@@ -228,19 +231,18 @@ class Twin:
         spec = self.spec
         # The link's other direction (the ACKs, a reverse flow's data) at the same rate, a
         # DropTail queue of the same buffer: ns-2's duplex link.
-        disc = net.AddBottleneck(a, b, link_bps(link), link.delay, link.buffer)
+        disc = net.AddBottleneck(a, b, link_bps(link), link.delay, link.buffer,
+                                 len(self.ports))
         config = PortConfig(port=port, aqm=spec.first_aqm, link_pps=link.pps, seed=spec.seed,
                             telemetry_interval=spec.telemetry_interval)
         if self.behaviour.aqm_impl == "ns3":
             native = NativePort(config, switch)
             native.disc = disc
             kind, attrs = native_attributes(spec.aqm, link.pps, link.packet_bytes, spec.loop)
-            disc.SetChild(kind, list(attrs), list(attrs.values()),
-                          self._guarded(native.telemetry, None))
+            net.UseChild(disc, kind, list(attrs), list(attrs.values()))
             self.ports.append(Port(native, disc, link, suffix))
         else:
             twin = TwinPort(config, spec.loop, self.behaviour.decide_at, switch, self.flow_of)
-            disc.SetHooks(self._guarded(twin.decide, 0), self._guarded(twin.departed, None))
             self.ports.append(Port(twin, disc, link, suffix))
         self._configure(self.ports[-1])
 
@@ -266,6 +268,19 @@ class Twin:
             return FiveTuple(ip(src.ip), ip(dst.ip), 17, 0, dport), 0
         return FiveTuple(ip(src.ip), ip(dst.ip), 6, source.localPort, dport), source.SrttUs()
 
+    def network(self, seed_run: int):
+        """A new ns-3 network with Python's hooks: each ns-3 calls with the port's, the
+        flow's or the event's number, and is converted once."""
+        net = self.g.p4aqm_twin.Network(self.spec.seed, seed_run)
+        net.SetHooks(
+            self._guarded(lambda port, *a: self.ports[port].twin.decide(*a), 0),
+            self._guarded(lambda port, *a: self.ports[port].twin.departed(*a), None),
+            self._guarded(lambda port, *a: self.ports[port].twin.telemetry(*a), None),
+            self._guarded(lambda flow, *a: self.udp[flow][0](*a), None),
+            self._guarded(lambda flow, *a: self.udp[flow][1](*a), None),
+            self._guarded(lambda event: self.events[event](), None))
+        return net
+
     def _guarded(self, hook, failed):
         """A Python hook ns-3 calls: an exception would end Simulator::Run for good, so it
         is kept, the simulation stopped, and raised once Run returns."""
@@ -282,7 +297,9 @@ class Twin:
         return call
 
     def _at(self, net, t: float, hook) -> None:
-        net.At(t, self._guarded(hook, None))
+        """`hook` at t s of simulated time (through the network's one timer hook)."""
+        self.events.append(hook)
+        net.At(t, len(self.events) - 1)
 
     # ----- traffic ------------------------------------------------------------------------
 
@@ -378,10 +395,10 @@ class Twin:
 
         tag = len(self.tagged) + 1
         self.tagged[tag] = (src, dst, None, port)
-        receiver = net.AddUdpReceiver(dst.node, port, tag, self._guarded(receiver_hook, None))
+        self.udp[tag] = (sender_hook, receiver_hook)
+        receiver = net.AddUdpReceiver(dst.node, port, tag)
         tos = wire.ECT1 if flow.transport == "scalable" else wire.ECT0
-        sender = net.AddUdpSender(src.node, dst.node, port, tag, self._mtu(), tos, flow.start,
-                                  self._guarded(sender_hook, None))
+        sender = net.AddUdpSender(src.node, dst.node, port, tag, self._mtu(), tos, flow.start)
         state["ends"] = (sender, receiver)
 
     def _fin(self, state: dict, sender, now: float) -> None:
@@ -482,7 +499,7 @@ class Twin:
         self.installed: list[dict] = []
         self._tcp_defaults()
         minimum = self.calibrate() if spec.transfers else None
-        net = self.g.p4aqm_twin.Network(spec.seed, 1)
+        net = self.network(1)
         senders, receivers = self.build(net)
         net.AssignAddresses()
         self.traffic(net, senders, receivers)
@@ -509,7 +526,7 @@ class Twin:
         """Segments one transfer takes alone (the testbed's calibration), in a simulation
         of its own on the same network."""
         spec = self.spec
-        net = self.g.p4aqm_twin.Network(spec.seed, 2)
+        net = self.network(2)
         senders, receivers = self.build(net)
         net.AssignAddresses()
         cc = CONGESTION[spec.topology.congestion_control]

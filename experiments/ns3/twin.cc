@@ -29,19 +29,19 @@ constexpr int DROP = -1;
 // the codepoint. At departure the sojourn is the packet's own; at arrival it is the wait
 // the packet will have (the queue ahead at the link's rate), and `last` the sojourn of the
 // packet that left last.
-using DecideHook = std::function<int(int64_t serial, int queue, int qdepth, int64_t arrival_us,
-                                     int64_t sojourn_us, int64_t last_us, int deq_qdepth,
-                                     uint32_t arr_seq, uint32_t length, int ecn, uint32_t flow,
-                                     bool telemetry)>;
+using DecideHook = std::function<int(int port, int64_t serial, int queue, int qdepth,
+                                     int64_t arrival_us, int64_t sojourn_us, int64_t last_us,
+                                     int deq_qdepth, uint32_t arr_seq, uint32_t length, int ecn,
+                                     uint32_t flow, bool telemetry)>;
 // At arrival mode, a departing packet whose telemetry is due: (serial, sojourn us, depth
 // left behind, now us).
-using DepartHook =
-    std::function<void(int64_t serial, int64_t sojourn_us, int deq_qdepth, int64_t now_us)>;
+using DepartHook = std::function<void(int port, int64_t serial, int64_t sojourn_us,
+                                      int deq_qdepth, int64_t now_us)>;
 
 // With ns-3's own queue disc deciding, a departing packet whose telemetry is due: (depth
 // found, sojourn us, codepoint on arrival, now us).
 using ChildHook =
-    std::function<void(int qdepth, int64_t sojourn_us, int ecn, int64_t now_us)>;
+    std::function<void(int port, int qdepth, int64_t sojourn_us, int ecn, int64_t now_us)>;
 
 // What ns-3's own queue disc did (--factor aqm_impl=ns3), as the switch's counters count.
 struct ChildCounts
@@ -94,8 +94,11 @@ class TwinQueueDisc : public QueueDisc
         m_telemetryOn = telemetryInterval >= 0;
     }
 
-    void SetHooks(DecideHook decide, DepartHook depart)
+    // The hooks are the network's, one of each for every port (a Python callable is slow
+    // to convert, so each is converted once); `port` tells them which port calls.
+    void Attach(int port, const DecideHook* decide, const DepartHook* depart)
     {
+        m_port = port;
         m_decide = decide;
         m_depart = depart;
     }
@@ -103,7 +106,7 @@ class TwinQueueDisc : public QueueDisc
     // ns-3's own queue disc `type` with these attributes decides instead of the hook;
     // `telemetry` hears of the departures whose telemetry is due.
     void SetChild(const std::string& type, std::vector<std::string> names,
-                  std::vector<std::string> values, ChildHook telemetry)
+                  std::vector<std::string> values, const ChildHook* telemetry)
     {
         ObjectFactory factory;
         factory.SetTypeId(type);
@@ -201,7 +204,7 @@ class TwinQueueDisc : public QueueDisc
                     QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 1000000))));
             }
         }
-        return m_decide != nullptr && m_bps > 0;
+        return m_decide != nullptr && *m_decide && m_bps > 0;
     }
 
     void InitializeParams() override
@@ -277,7 +280,8 @@ class TwinQueueDisc : public QueueDisc
         if (m_atArrival)
         {
             int64_t wait = Backlog(queue).GetMicroSeconds();
-            int out = m_decide(meta.serial, queue, depth, Simulator::Now().GetMicroSeconds(),
+            int out = (*m_decide)(m_port, meta.serial, queue, depth,
+                                  Simulator::Now().GetMicroSeconds(),
                                wait, m_lastSojourn, depth, meta.arrSeq, item->GetSize(), ecn,
                                meta.flow, false);
             if (out == DROP)
@@ -339,9 +343,9 @@ class TwinQueueDisc : public QueueDisc
         auto meta = m_arrivals.find(PeekPointer(item));
         if (meta != m_arrivals.end())
         {
-            if (m_childTelemetry && TelemetryDue())
+            if (m_childTelemetry && *m_childTelemetry && TelemetryDue())
             {
-                m_childTelemetry(meta->second.qdepth,
+                (*m_childTelemetry)(m_port, meta->second.qdepth,
                                  (now - meta->second.arrival).GetMicroSeconds(),
                                  meta->second.ecn, now.GetMicroSeconds());
             }
@@ -387,7 +391,7 @@ class TwinQueueDisc : public QueueDisc
             int64_t sojourn = (now - meta.arrival).GetMicroSeconds();
             if (!m_atArrival)
             {
-                int out = m_decide(meta.serial, queue, meta.qdepth,
+                int out = (*m_decide)(m_port, meta.serial, queue, meta.qdepth,
                                    meta.arrival.GetMicroSeconds(), sojourn, m_lastSojourn,
                                    Depth(queue), meta.arrSeq, item->GetSize(), EcnOf(item),
                                    meta.flow, TelemetryDue());
@@ -402,9 +406,9 @@ class TwinQueueDisc : public QueueDisc
                 }
                 SetEcn(item, out);
             }
-            else if (m_depart && TelemetryDue())
+            else if (m_depart && *m_depart && TelemetryDue())
             {
-                m_depart(meta.serial, sojourn, Depth(queue), now.GetMicroSeconds());
+                (*m_depart)(m_port, meta.serial, sojourn, Depth(queue), now.GetMicroSeconds());
             }
             m_lastSojourn = sojourn;
             m_nextFree = now + service;
@@ -415,8 +419,9 @@ class TwinQueueDisc : public QueueDisc
     }
 
   private:
-    DecideHook m_decide;
-    DepartHook m_depart;
+    int m_port = 0;
+    const DecideHook* m_decide = nullptr;
+    const DepartHook* m_depart = nullptr;
     double m_bps = 0;
     uint32_t m_buffer[2] = {64, 64};
     bool m_dual = false;
@@ -434,7 +439,7 @@ class TwinQueueDisc : public QueueDisc
     uint32_t m_arrSeq = 0;
     std::deque<Meta> m_meta[2];
     Ptr<QueueDisc> m_child;
-    ChildHook m_childTelemetry;
+    const ChildHook* m_childTelemetry = nullptr;
     struct Arrived
     {
         Time arrival;
@@ -1021,8 +1026,8 @@ class AckTag : public Tag
 // The sender's socket and clock; its logic is transport/'s, in Python: `step` is called
 // at the start, for every ACK and when the armed timer expires, and answers by calling
 // Send and Arm. kind: 0 start, 1 ACK (ack, level, echo, ce), 2 timer.
-using SenderHook = std::function<void(int kind, double now, uint32_t ack, int level,
-                                      uint32_t echo, uint32_t ce)>;
+using SenderHook = std::function<void(uint32_t flow, int kind, double now, uint32_t ack,
+                                      int level, uint32_t echo, uint32_t ce)>;
 
 class UdpSender : public Application
 {
@@ -1035,7 +1040,8 @@ class UdpSender : public Application
         return tid;
     }
 
-    void Setup(Address peer, uint32_t flow, uint32_t packetBytes, uint8_t tos, SenderHook hook)
+    void Setup(Address peer, uint32_t flow, uint32_t packetBytes, uint8_t tos,
+               const SenderHook* hook)
     {
         m_peer = peer;
         m_flow = flow;
@@ -1085,7 +1091,7 @@ class UdpSender : public Application
         m_socket->Bind();
         m_socket->Connect(m_peer);
         m_socket->SetRecvCallback(MakeCallback(&UdpSender::Receive, this));
-        m_hook(0, Now(), 0, 0, 0, 0);
+        (*m_hook)(m_flow, 0, Now(), 0, 0, 0, 0);
     }
 
     void StopApplication() override
@@ -1100,14 +1106,14 @@ class UdpSender : public Application
             AckTag ack;
             if (p->PeekPacketTag(ack) && ack.flow == m_flow)
             {
-                m_hook(1, Now(), ack.ack, ack.level, ack.echo, ack.ce);
+                (*m_hook)(m_flow, 1, Now(), ack.ack, ack.level, ack.echo, ack.ce);
             }
         }
     }
 
     void Expired()
     {
-        m_hook(2, Now(), 0, 0, 0, 0);
+        (*m_hook)(m_flow, 2, Now(), 0, 0, 0, 0);
     }
 
     Ptr<Socket> m_socket;
@@ -1115,14 +1121,14 @@ class UdpSender : public Application
     uint32_t m_flow = 0;
     uint32_t m_packetBytes = 1500;
     uint8_t m_tos = 0;
-    SenderHook m_hook;
+    const SenderHook* m_hook = nullptr;
     EventId m_timer;
 };
 
 // The receiver: each segment with its codepoint to `hook` (seq, payload bytes, codepoint,
 // fin, now), which answers with Ack.
-using ReceiverHook =
-    std::function<void(uint32_t seq, uint32_t payload, int ecn, bool fin, double now)>;
+using ReceiverHook = std::function<void(uint32_t flow, uint32_t seq, uint32_t payload, int ecn,
+                                        bool fin, double now)>;
 
 class UdpReceiver : public Application
 {
@@ -1135,7 +1141,7 @@ class UdpReceiver : public Application
         return tid;
     }
 
-    void Setup(uint16_t port, uint32_t flow, ReceiverHook hook)
+    void Setup(uint16_t port, uint32_t flow, const ReceiverHook* hook)
     {
         m_port = port;
         m_flow = flow;
@@ -1182,15 +1188,15 @@ class UdpReceiver : public Application
             SocketIpTosTag tos;
             int ecn = p->PeekPacketTag(tos) ? (tos.GetTos() & 3) : 0;
             m_from = from;
-            m_hook(seg.seq, seg.fin ? 0 : p->GetSize(), ecn, seg.fin,
-                   Simulator::Now().GetSeconds());
+            (*m_hook)(m_flow, seg.seq, seg.fin ? 0 : p->GetSize(), ecn, seg.fin,
+                      Simulator::Now().GetSeconds());
         }
     }
 
     Ptr<Socket> m_socket;
     uint16_t m_port = 0;
     uint32_t m_flow = 0;
-    ReceiverHook m_hook;
+    const ReceiverHook* m_hook = nullptr;
     Address m_from;
 };
 
@@ -1363,11 +1369,11 @@ class Network
         return m_links.size() - 1;
     }
 
-    // The bottleneck: a link whose a-side egress is a TwinQueueDisc (returned); the device
-    // runs a little faster than the disc paces, so only the disc queues. `back` holds the
-    // other direction's FIFO.
+    // The bottleneck `port` (the hooks' number for it): a link whose a-side egress is a
+    // TwinQueueDisc (returned); the device runs a little faster than the disc paces, so
+    // only the disc queues. `back` holds the other direction's FIFO.
     TwinQueueDisc* AddBottleneck(uint32_t a, uint32_t b, double bps, double delay,
-                                 uint32_t back)
+                                 uint32_t back, int port)
     {
         PointToPointHelper p2p;
         // 2 bytes of PPP header per packet, and a margin: the device is never the queue.
@@ -1386,8 +1392,16 @@ class Network
         m_links.push_back(devices);
         m_bottleneckDevices.push_back(DynamicCast<PointToPointNetDevice>(devices.Get(0)));
         Ptr<TwinQueueDisc> disc = DynamicCast<TwinQueueDisc>(discs.Get(0));
+        disc->Attach(port, &m_hooks.decide, &m_hooks.depart);
         m_discs.push_back(disc);
         return PeekPointer(disc);
+    }
+
+    // ns-3's own queue disc deciding at a bottleneck (aqm_impl=ns3).
+    void UseChild(TwinQueueDisc* disc, const std::string& type, std::vector<std::string> names,
+                  std::vector<std::string> values)
+    {
+        disc->SetChild(type, names, values, &m_hooks.child);
     }
 
     // Addresses (one /24 per link) and routes; call once, after the last link.
@@ -1465,19 +1479,20 @@ class Network
     }
 
     UdpSender* AddUdpSender(uint32_t node, uint32_t to, uint16_t port, uint32_t flow,
-                            uint32_t packetBytes, uint8_t tos, double start, SenderHook hook)
+                            uint32_t packetBytes, uint8_t tos, double start)
     {
         Ptr<UdpSender> sender = CreateObject<UdpSender>();
-        sender->Setup(InetSocketAddress(AddressOf(to), port), flow, packetBytes, tos, hook);
+        sender->Setup(InetSocketAddress(AddressOf(to), port), flow, packetBytes, tos,
+                      &m_hooks.sender);
         m_nodes[node]->AddApplication(sender);
         sender->SetStartTime(Seconds(start));
         return PeekPointer(sender);
     }
 
-    UdpReceiver* AddUdpReceiver(uint32_t node, uint16_t port, uint32_t flow, ReceiverHook hook)
+    UdpReceiver* AddUdpReceiver(uint32_t node, uint16_t port, uint32_t flow)
     {
         Ptr<UdpReceiver> receiver = CreateObject<UdpReceiver>();
-        receiver->Setup(port, flow, hook);
+        receiver->Setup(port, flow, &m_hooks.receiver);
         m_nodes[node]->AddApplication(receiver);
         receiver->SetStartTime(Seconds(0));
         return PeekPointer(receiver);
@@ -1503,10 +1518,19 @@ class Network
         return PeekPointer(receiver);
     }
 
-    // `hook` at `at` s (a sampler, a loop's step, a rate step).
-    void At(double at, std::function<void()> hook)
+    // Python's hooks, each converted once (converting a Python callable is slow): the
+    // bottlenecks' (with the port's number), the userspace transport's ends' (with the
+    // flow's), and the timer's (with the event's: a sampler, a loop's step, a rate step).
+    void SetHooks(DecideHook decide, DepartHook depart, ChildHook child, SenderHook sender,
+                  ReceiverHook receiver, std::function<void(int64_t)> timer)
     {
-        Simulator::Schedule(Seconds(at), &Network::Call, hook);
+        m_hooks = Hooks{decide, depart, child, sender, receiver, timer};
+    }
+
+    // The timer hook with `event` at `at` s.
+    void At(double at, int64_t event)
+    {
+        Simulator::Schedule(Seconds(at), &Network::Call, this, event);
     }
 
     // The bottleneck's rate from `at` s on (bps of its own packets).
@@ -1540,9 +1564,9 @@ class Network
     }
 
   private:
-    static void Call(std::function<void()> hook)
+    void Call(int64_t event)
     {
-        hook();
+        m_hooks.timer(event);
     }
 
     static void SetRate(Ptr<TwinQueueDisc> disc, double bps)
@@ -1596,6 +1620,16 @@ class Network
     std::vector<Ptr<PointToPointNetDevice>> m_bottleneckDevices;
     std::vector<Ptr<TwinQueueDisc>> m_discs;
     int64_t m_streams = 1000;
+
+    struct Hooks
+    {
+        DecideHook decide;
+        DepartHook depart;
+        ChildHook child;
+        SenderHook sender;
+        ReceiverHook receiver;
+        std::function<void(int64_t)> timer;
+    } m_hooks;
 };
 
 } // namespace p4aqm_twin
