@@ -207,8 +207,16 @@ def backend_missing(backend: str) -> str | None:
     return f"needs the P4 toolchain: {missing}" if missing else None
 
 
+def run_folder(out: Path, name: str, backend: str) -> Path:
+    """A new run's folder: OUT/NAME/<time>, -ns3 for the twin's."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return out.resolve() / name / (stamp if backend == "bmv2" else f"{stamp}-ns3")
+
+
 def run(name: str, out: Path, opts: PlanOptions, log_level: str,
-        resume: Path | None = None, dask: str | None = None, jobs: int | None = None) -> int:
+        resume: Path | None = None, dask: str | None = None, jobs: int | None = None,
+        folder: Path | None = None) -> int:
+    """The plan into a new folder (`folder`, or one under OUT), or the rest of one (resume)."""
     missing = backend_missing(opts.backend)
     if missing:
         console.print(f"[red]{name}: {missing}")
@@ -219,8 +227,7 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
             console.print(f"[red]cannot resume: {folder}: no such folder")
             return 2
     else:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        folder = out.resolve() / name / (stamp if opts.backend == "bmv2" else f"{stamp}-ns3")
+        folder = folder or run_folder(out, name, opts.backend)
         folder.mkdir(parents=True)
     # Phases, what was cleaned up and warnings, for a look after an interruption.
     log = logging.FileHandler(folder / "run.log")
@@ -527,6 +534,51 @@ def publish_command(folders: list[Path], name: str | None, beside: list[Path]) -
     return 0
 
 
+def replicate_command(name: str, label: str, published: str | None, args, out: Path) -> int:
+    """A published configuration run again here, each figure beside the published interval."""
+    from experiments import replicate
+    try:
+        doc, row = replicate.published_row(name, label, published or (
+            publish.MAIN if args.backend == "bmv2" else publish.TWIN))
+    except replicate.ReplicateError as err:
+        print(f"experiments: {err}", file=sys.stderr)
+        return 2
+    backend = doc.get("backend", "bmv2")
+    try:
+        chosen = factors.parse(args.factor, backend) if args.factor else tuple(
+            tuple(f) for f in doc["factors"])
+        opts = PlanOptions(args.loss, args.kernel_tcp, args.full, args.repeat or doc["repeats"],
+                           label, chosen, backend)
+        if not EXPERIMENTS[name].runs(opts):
+            raise factors.FactorError(f"{name} plans no {label} with these options (the "
+                                      "published run's: --loss, --full, --kernel-tcp?)")
+    except factors.FactorError as err:
+        print(f"experiments: {err}", file=sys.stderr)
+        return 2
+    folder = run_folder(out, name, backend)
+    status = run(name, out, opts, args.log_level, jobs=args.jobs, folder=folder)
+    summary = folder / "summary.csv"
+    if status != 0 or not summary.is_file():
+        return status or 1
+    with open(summary) as f:
+        here = next((r for r in csv.DictReader(f) if r["run"] == label), {})
+    compared = replicate.compare(row, here)
+    table = Table(title=f"{name} {label}: here against the published {doc['name']} "
+                        f"(commit {', '.join(doc['commits'])})")
+    for column in ("figure", "published", "here", "inside its interval"):
+        table.add_column(column)
+    for c in compared:
+        table.add_row(c.column, c.published, c.here,
+                      {True: "yes", False: "[red]no[/]", None: "-"}[c.inside])
+    console.print(table)
+    written = replicate.write(folder, name, doc["name"], label, compared)
+    outside = [c.column for c in compared if c.inside is False]
+    console.print(f"{len(outside)} of {sum(c.inside is not None for c in compared)} figures "
+                  f"outside the published interval{': ' + ', '.join(outside) if outside else ''}"
+                  f" ({written})")
+    return 1 if outside else 0
+
+
 def repeats(text: str) -> int:
     if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 100:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of runs in [1, 100]")
@@ -551,9 +603,6 @@ def main(argv: list[str] | None = None) -> int:
                       help="runs per configuration, seeds 1..N (default: the experiment's, "
                            f"{REPEAT} on the switch, {TWIN_REPEAT} in ns-3; metrics as mean ± "
                            "95 %% interval)")
-    plan.add_argument("--only", metavar="PATTERN",
-                      help="only the configurations whose label matches (e.g. 'amecn-*'; several "
-                           "patterns: 'codel-*,pie-*')")
     plan.add_argument("--factor", action="append", default=[], metavar="NAME=VALUE",
                       help="change every run: " + "; ".join(
                           f"{name}: {f.what}" for name, f in factors.FACTORS.items()))
@@ -590,6 +639,19 @@ def main(argv: list[str] | None = None) -> int:
                      help="folder of the compiled program (the switch's runs)")
     one.add_argument("--into", type=Path, required=True, help="the run's folder goes in here")
     one.add_argument("--expect", type=Path, help="the client's RunSpec (JSON): refuse another")
+    for planned in (go, one):
+        planned.add_argument("--only", metavar="PATTERN",
+                            help="only the configurations whose label matches (e.g. "
+                                 "'amecn-*'; several patterns: 'codel-*,pie-*')")
+    copy = sub.add_parser("replicate", parents=[plan],
+                          help="run a published configuration again here and say whether "
+                               "each figure lands in its published 95 %% interval")
+    copy.add_argument("label", help="the configuration, as the published table names it")
+    copy.add_argument("--published", metavar="NAME",
+                      help="the published run to compare with (default: main, or ns3 with "
+                           "--backend ns3); its factors and repeats unless given")
+    copy.add_argument("--out", type=Path, default=Path("results"))
+    copy.add_argument("--jobs", type=repeats, metavar="N", help="ns-3: runs at once")
     again = sub.add_parser("report", help="recompute metrics, tables and plots of run folders "
                                           "(several: merged, e.g. a sweep's machines)")
     again.add_argument("folders", type=Path, nargs="+", metavar="FOLDER")
@@ -623,6 +685,9 @@ def main(argv: list[str] | None = None) -> int:
                 return report(args.folders, args.out)
             if args.command == "publish":
                 return publish_command(args.folders, args.as_name, args.beside)
+            if args.command == "replicate":
+                return replicate_command(args.name, args.label, args.published, args,
+                                         args.out)
             try:
                 opts = PlanOptions(args.loss, args.kernel_tcp, args.full, args.repeat,
                                    args.only, factors.parse(args.factor, args.backend),

@@ -165,3 +165,24 @@ def test_an_interrupted_twin_run_ends_its_simulations_and_says_so(tmp_path, sign
     while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in simulations):
         time.sleep(0.1)
     assert not [p for p in simulations if "run-one" in command_line(p)]
+
+
+def test_a_replicated_twin_point_lands_on_its_published_figures(smoke, tmp_path, monkeypatch,
+                                                                capsys):
+    """`replicate` runs the published configuration again: in the twin, a seed gives the
+    same run on any machine, so every figure lands in its interval."""
+    docs = tmp_path / "docs"
+    (docs / "experiments").mkdir(parents=True)
+    (docs / "experiments" / "reproductions.md").write_text(
+        f"# R\n\n{publish.BEGIN}\n{publish.END}\n")
+    publish.publish([smoke], docs=docs)
+    monkeypatch.setattr(publish, "DOCS", docs)
+    status = main(["replicate", "smoke", "droptail", "--backend", "ns3", "--out",
+                   str(tmp_path / "again")])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert re.search(r"0 of \d+ figures outside the published interval", out)
+    replicated = json.loads(next((tmp_path / "again").glob("smoke/*/replicate.json")).read_text())
+    assert replicated["machine"]["cores"] and all(
+        f["inside"] is not False for f in replicated["figures"])
+    assert sum(f["inside"] is True for f in replicated["figures"]) >= 5
