@@ -177,7 +177,7 @@ def run(argv: list[str] | None, work: Path) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
     parser.add_argument("--quick", action="store_true",
-                        help="64 B only, no sweeps, 20 s loops, 10 runs of each aqmctl command")
+                        help="64 B only, no sweeps, 20 s loops, 5 runs of each aqmctl command")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--instructions-only", action="store_true",
                       help="only the instruction counts (no CPU time, control plane, transport)")
@@ -245,7 +245,7 @@ def run(argv: list[str] | None, work: Path) -> int:
 
     if args.control_only:
         doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0,
-                                     10 if args.quick else 30)
+                                     5 if args.quick else 30)
         return finish(doc, args.out, started)
     if not args.instructions_only:
         phase("the traffic source's ceiling")
@@ -273,7 +273,7 @@ def run(argv: list[str] | None, work: Path) -> int:
         console.print("[yellow]no BMv2 with logging macros: no trace profile")
     if not args.instructions_only:
         doc["control"] = control.run(work, artifacts["p4aqm"], 20.0 if args.quick else 60.0,
-                                     10 if args.quick else 30)
+                                     5 if args.quick else 30)
         phase("transport")
         doc["transport"] = transport.run(work, 5.0 if args.quick else 15.0)
     return finish(doc, args.out, started)

@@ -64,7 +64,7 @@ async def loop_periods(bed: Testbed, ctl: Controller, seconds: float,
     """Each loop's period error over `seconds` of light traffic."""
     # Built before the clock starts: scapy takes seconds for this many frames, and in the
     # event loop that would stall the loops being measured.
-    frames = await asyncio.to_thread(udp_frames, int(400 * seconds), [2, 3])
+    frames = await asyncio.to_thread(udp_frames, int(400 * seconds), [2, 3], stop)
     await asyncio.sleep(1.0)
     for port in (2, 3):   # steady state only: not the ticks that waited for the first push
         ctl.ports[port].loop_ticks.clear()
@@ -93,7 +93,7 @@ async def telemetry_delivery(bed: Testbed, ctl: Controller, interval: float, pps
             if rec.port == 2:
                 records.append(rec)
 
-    frames = await asyncio.to_thread(udp_frames, int(pps * secs), [2])
+    frames = await asyncio.to_thread(udp_frames, int(pps * secs), [2], stop)
     collector = asyncio.create_task(collect())
     await asyncio.sleep(0.2)
     seen = (await ctl.switch.read_counters(2)).seen_packets
@@ -111,13 +111,19 @@ async def telemetry_delivery(bed: Testbed, ctl: Controller, interval: float, pps
             "loss_percent": 100.0 * (exported - len(seqs)) / exported if exported else 100.0}
 
 
-def udp_frames(count: int, dst_ports: list[int]) -> list[bytes]:
+def udp_frames(count: int, dst_ports: list[int], stop: threading.Event) -> list[bytes]:
+    """The frames (scapy takes seconds for thousands), fewer if stopped meanwhile: the
+    benchmark, interrupted, does not wait for them."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
-    return [bytes(Ether(src="02:00:00:00:01:01", dst=GW_MAC) /
-                  IP(src="10.0.1.1", dst=f"10.0.{dst_ports[k % len(dst_ports)]}.2",
-                     id=k % 65536, tos=int(Ecn.ECT0)) / UDP(sport=1000, dport=2000) / bytes(18))
-            for k in range(count)]
+    frames = []
+    for k in range(count):
+        if stop.is_set():
+            break
+        frames.append(bytes(Ether(src="02:00:00:00:01:01", dst=GW_MAC) / IP(
+            src="10.0.1.1", dst=f"10.0.{dst_ports[k % len(dst_ports)]}.2", id=k % 65536,
+            tos=int(Ecn.ECT0)) / UDP(sport=1000, dport=2000) / bytes(18)))
+    return frames
 
 
 def paced_sender(bed: Testbed, frames: list[bytes], pps: float, stop: threading.Event) -> None:

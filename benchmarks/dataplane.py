@@ -12,9 +12,7 @@ rate. The source's own ceiling is measured into a bare veth.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,7 +30,7 @@ from control_plane.aqm import Aqm, PortConfig
 from control_plane.build import MAIN_P4, REPO, Artifacts, CompileError
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from control_plane.switch import AqmSwitch
-from topologies.cleanup import GUARD, run_interruptible
+from topologies.cleanup import run_apart, run_interruptible
 from topologies.netns import NetNS, veth_pair
 from topologies.testbed import Testbed
 
@@ -215,23 +213,14 @@ def compile_apart(out: Path, source: Path = MAIN_P4, profile: Profile = ALL_PROF
     the benchmark is interrupted (p4c's driver runs the preprocessor and the compiler as
     processes of their own, which outlive it)."""
     code = ("import sys; from pathlib import Path; from control_plane.build import "
-            "compile_program; from control_plane.profiles import Profile; "
-            "print(compile_program(Path(sys.argv[1]), Path(sys.argv[2]), "
-            "profile=Profile.parse(sys.argv[3])).bmv2_json)")
-    with GUARD.deferred():
-        build = subprocess.Popen([sys.executable, "-c", code, str(out), str(source),
-                                  profile.listed], cwd=REPO, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            with GUARD.interruptible():
-                printed, err = build.communicate()
-        finally:
-            if build.returncode is None:
-                os.killpg(build.pid, signal.SIGKILL)
-                build.wait()
-    if build.returncode != 0:
-        raise CompileError(err.strip().splitlines()[-1] if err.strip() else
-                           f"compiling {source} failed ({build.returncode})")
+            "CompileError, compile_program; from control_plane.profiles import Profile\n"
+            "try: print(compile_program(Path(sys.argv[1]), Path(sys.argv[2]), "
+            "profile=Profile.parse(sys.argv[3])).bmv2_json)\n"
+            "except CompileError as err: sys.exit(str(err))")
+    status, printed, err = run_apart([sys.executable, "-c", code, str(out), str(source),
+                                      profile.listed], cwd=REPO)
+    if status != 0:
+        raise CompileError(err.strip() or f"compiling {source} failed ({status})")
     return Artifacts.in_folder(out, Path(printed.strip()).stem)
 
 

@@ -259,7 +259,11 @@ class Controller:
                 self.switch.profile.check(view.config.aqm.action)
             except ConfigError as err:
                 raise ConfigError(f"port {port}: {err}") from None
-        self.configuration = self._digest()
+        # What the configuration gives each port and the L2 table, for the state file.
+        self._bases: dict[int | str, str] = {
+            port: self._digest(view.config, view.loop, view.queue_depth)
+            for port, view in self.ports.items()}
+        self._bases["l2"] = self._digest(sorted(self.l2.items()))
 
     # ----- lifecycle ------------------------------------------------------------------
 
@@ -320,19 +324,17 @@ class Controller:
                      f"{time.strftime('%H:%M:%S', time.localtime(saved['saved_at']))}): "
                      f"{applied}")
 
-    def _digest(self) -> str:
-        """The configuration this controller was started from, as a hash: a state file
-        holds live changes made on top of one configuration only."""
-        held = (self.address, self.device_id, sorted(self.l2.items()),
-                [repr(r) for r in self.routes],
-                [(p, repr(v.config), repr(v.loop), v.queue_depth)
-                 for p, v in sorted(self.ports.items())])
-        return hashlib.sha256(repr(held).encode()).hexdigest()
+    @staticmethod
+    def _digest(*held) -> str:
+        """What the configuration gave, as a hash: a live change is kept only while the
+        configuration still gives what it was made on."""
+        return hashlib.sha256(repr(held).encode()).hexdigest()[:16]
 
     def _state_doc(self) -> dict:
-        return {"configuration": self.configuration, "saved_at": time.time(),
-                "seq": self._event_seq, "l2": dict(self.l2),
-                "ports": {str(port): {"algorithm": view.config.aqm.action,
+        return {"saved_at": time.time(), "seq": self._event_seq,
+                "l2": {"base": self._bases["l2"], "entries": dict(self.l2)},
+                "ports": {str(port): {"base": self._bases[port],
+                                      "algorithm": view.config.aqm.action,
                                       "values": text_values(view.config),
                                       "loop": asdict(view.loop) if view.loop else None}
                           for port, view in self.ports.items()},
@@ -340,22 +342,19 @@ class Controller:
 
     def _apply(self, saved: dict) -> str:
         """A saved state in place of what this controller holds: all of it checked first,
-        then all of it applied (StateError, naming the file, and nothing applied). Says
-        what it changed, for the change log."""
-        where = f"state file {self.state}"
-        if saved.get("configuration") != self.configuration:
-            raise StateError(
-                f"{where} holds live changes made on top of another configuration (it changed "
-                "since): start with --fresh to run the configuration alone (those changes "
-                "are dropped), or put the configuration back")
+        then all of it applied (StateError, naming the file, and nothing applied). A port
+        (the L2 table) whose configuration the file gives differently now than when its
+        live changes were made runs what the file gives: the file was edited since, and
+        the edit wins. Says what it did, for the change log."""
         try:
-            ports = saved["ports"]
-            if set(ports) != {str(p) for p in self.ports}:
-                raise ConfigError(f"ports {sorted(ports)}, the configuration's "
-                                  f"{sorted(self.ports)}")
-            configs = {}
+            ports, configs, edited = saved["ports"], {}, []
             for port, view in self.ports.items():
-                held = ports[str(port)]
+                held = ports.get(str(port))
+                if held is None:
+                    continue
+                if held["base"] != self._bases[port]:
+                    edited.append(str(port))
+                    continue
                 try:
                     config = change(PortConfig(port=port, aqm=DropTail(),
                                                link_pps=view.config.link_pps),
@@ -367,17 +366,25 @@ class Controller:
                 except (ConfigError, TypeError, KeyError, AttributeError) as err:
                     raise ConfigError(f"port {port}: {err}") from None
                 configs[port] = (config, loop)
-            l2 = l2_table(saved["l2"].items(), self.ports)
+            l2 = self.l2
+            if saved["l2"]["base"] == self._bases["l2"]:
+                l2 = l2_table(saved["l2"]["entries"].items(), self.ports)
             events = [Event(**e) for e in saved["events"]]
             seq = int(saved["seq"])
         except (ConfigError, TypeError, KeyError, AttributeError, ValueError) as err:
-            raise StateError(f"{where} cannot be applied: {err}") from None
+            raise StateError(f"state file {self.state} cannot be applied: {err}") from None
         changed = [str(port) for port, (config, loop) in configs.items()
                    if (config, loop) != (self.ports[port].config, self.ports[port].loop)]
         said = [f"port {', '.join(changed)} as {'they' if len(changed) > 1 else 'it'} ran"
                 ] if changed else []
         if l2 != self.l2:
             said.append("the L2 entries as they were")
+        if edited:
+            said.append(f"port {', '.join(edited)} as the file now gives "
+                        f"{'them' if len(edited) > 1 else 'it'} (edited since: its live "
+                        "changes dropped)")
+        if saved["l2"]["base"] != self._bases["l2"]:
+            said.append("the L2 entries as the file now gives them (edited since)")
         for port, (config, loop) in configs.items():
             self.ports[port].config, self.ports[port].loop = config, loop
         self.l2 = l2

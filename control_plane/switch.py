@@ -113,8 +113,8 @@ class Reconciled:
     state_reset: tuple[int, ...]
 
     def __str__(self) -> str:
-        text = (f"{self.kept} entries kept, {self.added} added, {self.changed} changed, "
-                f"{self.removed} removed")
+        text = (f"{self.kept} {'entry' if self.kept == 1 else 'entries'} kept, {self.added} "
+                f"added, {self.changed} changed, {self.removed} removed")
         if self.state_kept:
             text += f"; AQM state carried on at port {', '.join(map(str, self.state_kept))}"
         if self.state_reset:

@@ -139,11 +139,9 @@ class Command:
             time.sleep(0.02)
 
     def wait_for_process(self, program: str) -> None:
-        """Samples the run's processes until a new one runs `program`."""
+        """Samples the run's processes until one running `program` is alive."""
         deadline = time.monotonic() + PHASE_TIMEOUT
-        before = set(self.seen)
-        while not any(program in seen.command for pid, seen in self.seen.items()
-                      if pid not in before):
+        while not any(program in command for command in self.left_running().values()):
             assert self.proc.poll() is None, self.stderr_path.read_text()[-3000:]
             assert time.monotonic() < deadline, f"no {program} in {PHASE_TIMEOUT:g} s"
             self.sample()
@@ -161,6 +159,20 @@ class Command:
             self.proc.send_signal(hammer)
             time.sleep(0.05)
         return self.proc.returncode
+
+    def interrupt(self, moment: "Moment") -> None:
+        """The moment's signal, its delay after now (sampling meanwhile); it exits with
+        the signal's status."""
+        deadline = time.monotonic() + moment.delay
+        while time.monotonic() < deadline:
+            self.sample()
+            time.sleep(0.02)
+        self.sample()
+        if moment.group:
+            os.killpg(self.proc.pid, moment.first)
+        else:
+            self.proc.send_signal(moment.first)
+        assert self.wait_exit(hammer=moment.again) == 128 + moment.first
 
     def left_running(self) -> dict[int, str]:
         left = {}
@@ -283,16 +295,7 @@ class Moment:
 def test_an_interrupted_run_says_so_in_one_line_and_leaves_nothing(experiment, moment):
     e = experiment
     e.wait_for(moment.phase)
-    deadline = time.monotonic() + moment.delay
-    while time.monotonic() < deadline:
-        e.sample()
-        time.sleep(0.02)
-    e.sample()
-    if moment.group:
-        os.killpg(e.proc.pid, moment.first)
-    else:
-        e.proc.send_signal(moment.first)
-    assert e.wait_exit(hammer=moment.again) == 128 + moment.first
+    e.interrupt(moment)
     match = assert_one_line(e)
     assert match["where"] == moment.phase
     assert match["rest"] == f"no run had finished (folder {e.folder()})"
@@ -359,7 +362,7 @@ def benchmark(can_start_switch, artifacts, tmp_path):
 
 @pytest.mark.parametrize("moment", [
     # The issue's case: SIGTERM (a CI limit, a closed terminal) with a switch running.
-    pytest.param(Moment("control plane: P4Runtime latency", 1.0, signal.SIGTERM),
+    pytest.param(Moment("control plane: P4Runtime latency", 0.3, signal.SIGTERM),
                  id="p4runtime-sigterm"),
     # The controller's loops, the sender's thread: a terminal's Ctrl-C.
     pytest.param(Moment("control plane: loops and telemetry", 2.0, signal.SIGINT, group=True),
@@ -372,16 +375,7 @@ def test_an_interrupted_benchmark_says_what_it_stopped_and_leaves_nothing(benchm
     b = benchmark("--control-only", "--quick")
     b.wait_for(moment.phase)
     b.wait_for_process("aqmctl" if "aqmctl" in moment.phase else "simple_switch_grpc")
-    deadline = time.monotonic() + moment.delay
-    while time.monotonic() < deadline:
-        b.sample()
-        time.sleep(0.02)
-    b.sample()
-    if moment.group:
-        os.killpg(b.proc.pid, moment.first)
-    else:
-        b.proc.send_signal(moment.first)
-    assert b.wait_exit(hammer=moment.again) == 128 + moment.first
+    b.interrupt(moment)
     match = assert_one_line(b, BENCH_LINE)
     assert match["where"] == moment.phase
     stopped = match["stopped"].split(", ")

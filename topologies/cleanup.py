@@ -22,6 +22,7 @@ import asyncio
 import logging
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -127,12 +128,46 @@ def run_interruptible(coro: Coroutine[Any, Any, T]) -> T:
                 loop.remove_signal_handler(signum)
             GUARD.install()
     try:
-        return asyncio.run(main())
+        result = asyncio.run(main())
     except asyncio.CancelledError:
         if GUARD.received is None:
             raise
-        GUARD.raised = True
-        raise GUARD.received from None
+    else:
+        # A signal whose cancellation something swallowed (a call that completed as it
+        # came) is raised all the same.
+        if GUARD.received is None or GUARD.raised:
+            return result
+    GUARD.raised = True
+    raise GUARD.received from None
+
+
+def run_apart(argv: list[str], **popen: Any) -> tuple[int, str, str]:
+    """argv in a process group of its own, ended whole (its children too, such as a
+    compiler driver's) if a signal interrupts it; its status, stdout and stderr."""
+    with GUARD.deferred():
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True, **popen)
+        out = err = ""
+        try:
+            with GUARD.interruptible():
+                out, err = proc.communicate()
+        finally:
+            if proc.returncode is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                _wait_for_group(proc.pid)
+    return proc.returncode, out, err
+
+
+def _wait_for_group(pgid: int, timeout: float = 5.0) -> None:
+    """Until the group's last process has gone (children die after their leader)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
 
 
 def netns_of(pid: int) -> str:
