@@ -418,6 +418,9 @@ def pages(docs: Path = DOCS) -> dict[Path, str]:
                                  experiment_block(experiment, everything.get(experiment, [])))
     overview = docs / "experiments" / "reproductions.md"
     out[overview] = replaced(overview.read_text(), reproductions_block(everything))
+    readme = docs.parent / "README.md"
+    if readme.is_file() and BEGIN in readme.read_text():
+        out[readme] = replaced(readme.read_text(), headline(everything) + [""])
     return out
 
 

@@ -127,6 +127,13 @@ def collected_by_make_test(command: str) -> None:
     assert make_dry_run("test") == [".venv/bin/python -m pytest -v -ra --durations=20"]
 
 
+def run_by_the_twin_test(command: str) -> None:
+    assert make_dry_run("smoke", "BACKEND=ns3") == [
+        ".venv/bin/python -m experiments run smoke --backend ns3"]
+    assert '"run", "smoke", "--backend", "ns3"' in (
+        REPO / "tests" / "test_ns3_backend.py").read_text()
+
+
 def built_by_test_docs(command: str) -> None:
     assert "def test_make_docs_builds_every_page_in_strict_mode" in (
         REPO / "tests" / "test_docs.py").read_text()
@@ -137,6 +144,7 @@ COVERED: dict[str, Callable[[str], None]] = {
     "make test": run_by_ci,
     "make setup P4LANG=1": p4lang_step_checked_elsewhere,
     "make run": run_by_the_demo_test,
+    "make smoke BACKEND=ns3": run_by_the_twin_test,
     "sudo .venv/bin/python -m pytest tests/algorithms/test_red.py -v": collected_by_make_test,
     "make docs": built_by_test_docs,
     ".venv/bin/python -m analysis.figures queue results/demo/<time> --runs red red_ecn "

@@ -141,12 +141,20 @@ class ExperimentDirective(Markdown):
         name = self.arguments[0]
         if name not in EXPERIMENTS:
             raise self.error(f"no experiment {name!r} (there are: {', '.join(EXPERIMENTS)})")
+        from experiments.base import TWIN_REPEAT
         e = EXPERIMENTS[name]
-        lines = [f"**{e.title}**", "", f"Scaling: {e.scaling}", ""]
+        lines = [f"**{e.title}**", "", f"Scaling on the switch: {e.scaling}", ""]
+        if e.paper_scaling:
+            lines += [f"In the [ns-3 twin](/experiments/twin.md) (`--backend ns3`), the paper's "
+                      f"own scale: {e.paper_scaling}", ""]
+        else:
+            lines += ["In the [ns-3 twin](/experiments/twin.md) (`--backend ns3`): the same "
+                      "plan as on the switch.", ""]
         if e.claims:
             lines += ["The paper's claims, as the summary sets them beside ours:", ""]
             lines += [f"- {claim}" for claim in e.claims] + [""]
-        lines += [f"Runs per configuration unless `--repeat` says otherwise: {e.repeat}."]
+        lines += [f"Runs per configuration unless `--repeat` says otherwise: {e.repeat} on the "
+                  f"switch, {TWIN_REPEAT} in the twin."]
         return self.render(lines)
 
 
