@@ -236,6 +236,7 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
     try:
         if opts.backend == "ns3":
             return run_twins(name, folder, opts, resume is not None, jobs or os.cpu_count() or 1)
+        import_testbed()
         from experiments import sweep
         try:
             return run_in(name, folder, opts, log_level, resume is not None, dask)
@@ -255,8 +256,8 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
 def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: bool,
            dask: str | None = None) -> int:
     """The plan on the switch (experiments/runner.py), here or on a Dask cluster."""
-    from experiments import sweep      # both import Mininet's topologies
-    from experiments.runner import Run
+    Run = import_testbed().Run
+    from experiments import sweep
     experiment = EXPERIMENTS[name]
     planned = experiment.runs(opts)
     if not planned:
@@ -430,7 +431,7 @@ def one_twin(spec: RunSpec, into: Path) -> int:
 
 
 def one_switch(spec: RunSpec, build: Path | None, into: Path, log_level: str) -> int:
-    from experiments.runner import Run
+    Run = import_testbed().Run
     if build is None:
         print("experiments: run-one on the switch needs --build (the compiled program)",
               file=sys.stderr)
@@ -711,19 +712,29 @@ def main(argv: list[str] | None = None) -> int:
         return stop.status
 
 
+def quiet_once_interrupted(record: logging.LogRecord) -> bool:
+    return GUARD.received is None
+
+
 def configure_logging() -> None:
     """Warnings on stderr until an interruption, whose one line is then all stderr gets
     (run.log keeps the rest); our own progress (INFO) in run.log."""
-    def quiet_once_interrupted(record: logging.LogRecord) -> bool:
-        return GUARD.received is None
     console_log = logging.StreamHandler()
     console_log.setLevel(logging.WARNING)
     console_log.addFilter(quiet_once_interrupted)
     logging.basicConfig(level=logging.WARNING, handlers=[console_log])
-    for handler in logging.getLogger("mininet").handlers:
-        handler.addFilter(quiet_once_interrupted)
     logging.getLogger("p4aqm").setLevel(logging.INFO)
     logging.getLogger("finsy").setLevel(logging.ERROR)
+
+
+def import_testbed():
+    """experiments.runner, which imports Mininet (the switch's runs only: the twin's need
+    neither), its logger quiet once interrupted as ours. Mininet makes its own logger
+    class: no logger named mininet may exist before it is imported."""
+    from experiments import runner
+    for handler in logging.getLogger("mininet").handlers:
+        handler.addFilter(quiet_once_interrupted)
+    return runner
 
 
 if __name__ == "__main__":
