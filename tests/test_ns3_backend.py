@@ -38,16 +38,24 @@ RUN_TIMEOUT = 120.0     # s: the smoke plan, 4 runs of 6 simulated seconds, 2 at
 PHASE_TIMEOUT = 60.0
 
 
-def experiments(*args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=REPO,
+def experiments(*args: str, env: dict | None = None, timeout: float = RUN_TIMEOUT
+                ) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory) -> Path:
+    """The smoke plan in the twin, in processes that cannot import Mininet (a `mininet`
+    package first on their path that refuses to load): the twin needs none."""
     out = tmp_path_factory.mktemp("twin")
+    blocker = tmp_path_factory.mktemp("no-mininet") / "mininet"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError('the twin imported Mininet')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(blocker.parent), *filter(None, [os.environ.get("PYTHONPATH")])])}
     done = experiments("run", "smoke", "--backend", "ns3", "--repeat", "2", "--jobs", "2",
-                       "--out", str(out))
+                       "--out", str(out), env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     folders = list((out / "smoke").iterdir())
     assert len(folders) == 1 and folders[0].name.endswith("-ns3")
