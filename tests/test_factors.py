@@ -385,3 +385,10 @@ def test_hollot_designs_pi_s_gains_for_each_run_s_own_link():
         runs("e6", "hollot=50", only="newque-150f-*")
     with pytest.raises(factors.FactorError, match="gains and hollot both set PI's a and b"):
         factors.parse(["gains=2", "hollot=50"])
+
+
+def test_every_factor_has_its_row_in_the_docs():
+    """docs/experiments/factors.md lists every factor as `name=...` in its table."""
+    page = Path(__file__).resolve().parent.parent / "docs" / "experiments" / "factors.md"
+    rows = "\n".join(line for line in page.read_text().splitlines() if line.startswith("| `"))
+    assert set(re.findall(r"`(\w+)=", rows)) == set(factors.FACTORS)
