@@ -123,3 +123,14 @@ def test_every_published_figure_says_which_run_it_comes_from_and_is_small():
             assert image.text.get("Source"), png
             assert image.mode == "P", png             # a palette: analysis/figures.py's
         assert png.stat().st_size < MAX_BYTES, png
+
+
+def test_the_licence_file_is_the_one_pyproject_declares():
+    """pyproject.toml declares Apache-2.0 (an SPDX expression); LICENSE holds its text."""
+    import tomllib
+    repo = Path(__file__).resolve().parent.parent
+    declared = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["license"]
+    text = (repo / "LICENSE").read_text()
+    assert declared == "Apache-2.0"
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
