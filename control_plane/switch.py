@@ -27,8 +27,8 @@ from finsy.switch import SwitchFailFastError
 
 from control_plane import dataplane as dp
 from control_plane.aqm import TABLE_ENTRIES, ConfigError, PortConfig, PortProgram
-from control_plane.forwarding import Route
 from control_plane.build import Artifacts
+from control_plane.forwarding import Route
 from control_plane.golden import PortCounters
 from control_plane.profiles import PRIORITY_QUEUES, Profile
 from control_plane.rtt_tracker import RttEvent
@@ -122,11 +122,11 @@ class Reconciled:
         return text
 
 
-def _canonical(entity: p4r.Entity) -> tuple[tuple, bytes]:
-    """A table entry or clone session as (key, content), each comparable as bytes: the
-    key is what P4Runtime identifies the entry by, the content all of it. Match fields
-    and action parameters are sorted by id, a session's replicas by content (P4Runtime
-    leaves their order free)."""
+def _keyed(entity: p4r.Entity) -> tuple[tuple, tuple[p4r.Entity, bytes]]:
+    """A table entry or clone session as (key, (itself, content)), key and content
+    comparable as bytes: the key is what P4Runtime identifies the entry by, the content
+    all of it. Match fields and action parameters are sorted by id, a session's replicas
+    by content (P4Runtime leaves their order free)."""
     if entity.HasField("table_entry"):
         entry = p4r.TableEntry()
         entry.CopyFrom(entity.table_entry)
@@ -139,22 +139,18 @@ def _canonical(entity: p4r.Entity) -> tuple[tuple, bytes]:
             entry.action.action.params.extend(params)
         key = ("table", entry.table_id, entry.priority,
                tuple(m.SerializeToString(deterministic=True) for m in entry.match))
-        return key, entry.SerializeToString(deterministic=True)
+        return key, (entity, entry.SerializeToString(deterministic=True))
     session = p4r.CloneSessionEntry()
     session.CopyFrom(entity.packet_replication_engine_entry.clone_session_entry)
     replicas = sorted(session.replicas, key=lambda r: r.SerializeToString(deterministic=True))
     del session.replicas[:]
     session.replicas.extend(replicas)
-    return ("clone", session.session_id), session.SerializeToString(deterministic=True)
+    return ("clone", session.session_id), (entity,
+                                           session.SerializeToString(deterministic=True))
 
 
 class Fatal(RuntimeError):
     """An error of on_ready after which trying again cannot help: run() raises it."""
-
-
-def _canonical_pair(entity: p4r.Entity) -> tuple[tuple, tuple[p4r.Entity, bytes]]:
-    key, content = _canonical(entity)
-    return key, (entity, content)
 
 
 class DeviceIdMismatch(RuntimeError):
@@ -434,7 +430,7 @@ class AqmSwitch:
         held: dict[tuple, tuple[p4r.Entity, bytes]] = {}
         running: dict[int, fy.P4TableEntry] = {}
         async for found in self.sw.read([fy.P4TableEntry(), fy.P4CloneSessionEntry()]):
-            key, value = _canonical_pair(found.encode(schema))
+            key, value = _keyed(found.encode(schema))
             held[key] = value
             if isinstance(found, fy.P4TableEntry) and found.table_id == dp.AQM_CONFIG:
                 running[int(found.match["port"])] = found
@@ -458,7 +454,7 @@ class AqmSwitch:
                        *self._telemetry_updates(program, None)]
         wanted += [self._route_entry(r.prefix, r.port, r.src_mac, r.dst_mac) for r in routes]
         wanted += [self._l2_entry(mac, port) for mac, port in l2.items()]
-        want = dict(_canonical_pair(entity.encode(schema)) for entity in wanted)
+        want = dict(_keyed(entity.encode(schema)) for entity in wanted)
         removed = [held[k][0] for k in held.keys() - want.keys()]
         changed = [want[k][0] for k in want.keys() & held.keys() if want[k][1] != held[k][1]]
         added = [want[k][0] for k in want.keys() - held.keys()]

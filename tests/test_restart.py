@@ -248,8 +248,7 @@ def test_a_run_whose_controller_is_killed_midway_measures_as_an_undisturbed_one(
     from control_plane.controller import LoopSpec
     from experiments.runner import Run
     from experiments.spec import Flow, RunSpec
-    from topologies.dumbbell import Bottleneck, DumbbellSpec
-    from topologies.nodes import Access
+    from topologies.specs import Access, Bottleneck, DumbbellSpec
 
     bottleneck = Bottleneck(mbps=5, delay=0.005, buffer=50)
     spec = RunSpec("test", "restart", DumbbellSpec(
