@@ -3,24 +3,13 @@
 
 #include "../lib.p4"
 
-// A two-region ramp of the marking probability over the average queue (RED family, AECN):
-//   region A [t0, t1): pb = slope_a * (avg - t0)
-//   region B [t1, t2): pb = base_b + slope_b * (avg - t1)
-//   avg >= t2: forced
-// Parameters and working values in red_h (red.p4).
-
-// Decides whether a packet is marked (or dropped: verdict.p4 decides which).
-// In regions A and B the base probability pb grows linearly with avg, and the packet fires
-// with pa = pb / (1 - count * pb) (Floyd & Jacobson 1993), count being the group's unmarked
-// packets since its last mark, so marks are spaced uniformly in [1, 1/pb]. With ns-2's
-// wait (wait = 1) nothing fires while count * pb < 1, then pa = pb / (2 - count * pb),
-// so marks are spaced uniformly in [1/pb + 1, 2/pb]. Both are one rule on
-// s = count * pb + (1 without wait, 0 with it), without division:
+// RED's marker (the RED family, MECN, AECN): control_plane/algorithms/red.py says the rule
+// (the two-region ramp, pa = pb / (1 - count pb), ns-2's wait). Here, without division, as
+// one test on s = count * pb + (1 without wait, 0 with it):
 //   fire  <=>  s >= 2  or  (s >= 1  and  rnd * (2 - s) < pb)     (all FRAC32)
-// One count per group (index = port * 4 + group; the RED family has one group): with one
-// count per port, the group with the highest pb would take most marks (AECN's robust group
-// 5 times the average one's instead of twice, in the model). The port's first packet of a
-// new epoch resets every group's count (the rare branch pays for it, not every packet).
+// with one count per group (index = port * 4 + group; the RED family has one group). The
+// port's first packet of a new epoch resets every group's count (the rare branch pays for
+// it, not every packet). Parameters and working values in red_h (red.p4).
 // record: region, prob = pb, count (before this packet), fire.
 control Marker(inout bit<32> index,    // the group's count: port * 4 + group
                inout red_h v,
