@@ -2,12 +2,20 @@
 one aqm_config action (plus lookup tables), and the golden model's per-packet interface.
 
 An algorithm module (one per file in this package, named like its P4 file under
-p4src/include/aqm/) holds:
+p4src/include/aqm/, listed by one line of the registry, __init__.py) holds:
+
+  - its docstring, the algorithm's one description (its page in docs/algorithms/ shows
+    it): what it does, its choices where the paper is ambiguous or BMv2 differs, and which
+    telemetry record field holds what;
   - a frozen dataclass of the paper's parameters in physical units, whose encode()
-    validates every value and returns the exact integers the switch is given;
+    validates every value and returns the exact integers the switch is given, and whose
+    class variables say what the P4 program needs of it (Aqm's `control`, `parts`,
+    `record`, `around`: the build generates the program's lists from them);
   - a model class, built from those integers, whose step() mirrors the P4 control
     operation by operation and returns the Decision the control writes;
   - describe(), the live state a telemetry record shows, in physical units.
+
+docs/contributing/algorithm.md walks through adding one.
 """
 
 from __future__ import annotations

@@ -29,7 +29,11 @@ golden model, tests); a module of the registry without its page fails the build;
     ```{shared-parts}
     ```
 the program's shared parts (build profiles), what each brings and the algorithms that need
-it.
+it;
+
+    ```{actions}
+    ```
+each algorithm's aqm_config action, its parameters and the tables it reads.
 """
 
 from __future__ import annotations
@@ -121,6 +125,27 @@ class AlgorithmsDirective(Markdown):
         return self.render(lines)
 
 
+class ActionsDirective(Markdown):
+    """Each algorithm's aqm_config action and its parameters (with its defaults), the
+    tables it reads, and its page."""
+
+    required_arguments = 0
+
+    def run(self) -> list[nodes.Node]:
+        from control_plane.algorithms import ALGORITHMS
+        from control_plane.algorithms.base import Link
+        lines = ["| action | algorithm (file under `p4src/include/aqm/`) |", "|---|---|"]
+        for name, cls in ALGORITHMS.items():
+            encoded = cls().encode(Link(1000.0))
+            page = cls.__module__.rsplit(".", 1)[-1]
+            tables = [t.table for t in encoded.tables] + [r.table for r in encoded.rules]
+            lines.append(f"| `{name}({', '.join(encoded.action.params)})` | "
+                         f"[](../algorithms/{page}.md) (`{page}.p4`)"
+                         + (f"; tables {', '.join(f'`{t}`' for t in tables)}" if tables else "")
+                         + " |")
+        return self.render(lines)
+
+
 class SharedPartsDirective(Markdown):
     required_arguments = 0
 
@@ -190,4 +215,5 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("docstring", DocstringDirective)
     app.add_directive("algorithms", AlgorithmsDirective)
     app.add_directive("shared-parts", SharedPartsDirective)
+    app.add_directive("actions", ActionsDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
