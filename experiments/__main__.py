@@ -36,7 +36,7 @@ from experiments.catalog import EXPERIMENTS
 from experiments import factors, publish
 from analysis import figures as docs_figures
 from experiments.phase import phase
-from experiments.spec import BACKENDS, RunSpec, jsonable
+from experiments.spec import BACKENDS, PCAP_MAX, PCAP_SNAPLEN, RunSpec, jsonable
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -549,7 +549,7 @@ def replicate_command(name: str, label: str, published: str | None, args, out: P
         chosen = factors.parse(args.factor, backend) if args.factor else tuple(
             tuple(f) for f in doc["factors"])
         opts = PlanOptions(args.loss, args.kernel_tcp, args.full, args.repeat or doc["repeats"],
-                           label, chosen, backend)
+                           label, chosen, backend, args.pcap)
         if not EXPERIMENTS[name].runs(opts):
             raise factors.FactorError(f"{name} plans no {label} with these options (the "
                                       "published run's: --loss, --full, --kernel-tcp?)")
@@ -578,6 +578,13 @@ def replicate_command(name: str, label: str, published: str | None, args, out: P
                   f"outside the published interval{': ' + ', '.join(outside) if outside else ''}"
                   f" ({written})")
     return 1 if outside else 0
+
+
+def pcap_packets(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= PCAP_MAX:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of packets in "
+                                         f"[1, {PCAP_MAX}]")
+    return int(text)
 
 
 def repeats(text: str) -> int:
@@ -611,6 +618,10 @@ def main(argv: list[str] | None = None) -> int:
                       help="bmv2: the switch in Mininet (root, the P4 toolchain); ns3: its "
                            "twin in ns-3 (neither), at the paper's scale (docs/experiments/"
                            f"twin.md), {TWIN_REPEAT} runs per configuration")
+    plan.add_argument("--pcap", type=pcap_packets, default=0, metavar="N",
+                      help="capture each bottleneck's egress into the run's bottleneck.pcap "
+                           f"(for Wireshark): its first N packets, {PCAP_SNAPLEN} bytes of "
+                           f"each (N at most {PCAP_MAX})")
     plan.add_argument("--log-level", default="off", help="BMv2 log level (off for speed)")
     go = sub.add_parser(
         "run", parents=[plan], help="run one experiment",
@@ -692,7 +703,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 opts = PlanOptions(args.loss, args.kernel_tcp, args.full, args.repeat,
                                    args.only, factors.parse(args.factor, args.backend),
-                                   args.backend)
+                                   args.backend, args.pcap)
                 EXPERIMENTS[args.name].runs(opts)
             except factors.FactorError as err:
                 print(f"experiments: {err}", file=sys.stderr)

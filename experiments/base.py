@@ -49,6 +49,7 @@ class PlanOptions:
     # (name, value) pairs of experiments/factors.py, applied to every run
     factors: tuple[tuple[str, str], ...] = ()
     backend: str = "bmv2"       # the switch in Mininet, or its ns-3 twin (experiments/ns3/)
+    pcap: int = 0               # packets of each bottleneck's egress to capture (0: none)
 
     def matches(self, label: str) -> bool:
         """A configuration `--only` keeps."""
@@ -66,7 +67,8 @@ class PlanOptions:
                 + (["--repeat", str(self.repeat)] if self.repeat else [])
                 + (["--only", self.only] if self.only else [])
                 + [arg for name, value in self.factors for arg in ("--factor", f"{name}={value}")]
-                + (["--backend", self.backend] if self.backend != "bmv2" else []))
+                + (["--backend", self.backend] if self.backend != "bmv2" else [])
+                + (["--pcap", str(self.pcap)] if self.pcap else []))
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class Experiment:
         if (opts.backend == "ns3" and self.paper_scale is not None
                 and dict(opts.factors).get("scale", factors.PAPER) == factors.PAPER):
             planned = [self.paper_scale(spec) for spec in planned]
-        planned = [replace(spec, backend=opts.backend) for spec in planned]
+        planned = [replace(spec, backend=opts.backend, pcap=opts.pcap) for spec in planned]
         specs = [factors.apply(spec, opts.factors).repeat(seed)
                  for spec in planned for seed in range(1, n + 1) if opts.matches(spec.label)]
         program = factors.program(opts.factors, specs, planned).name

@@ -14,6 +14,9 @@ from topologies.specs import DumbbellSpec, ParkingLotSpec
 TRANSPORTS = ("kernel", "mecn", "rfc3168", "scalable")
 # Where a run runs: the switch in Mininet, or its twin in ns-3 (experiments/ns3/).
 BACKENDS = ("bmv2", "ns3")
+# The most packets a run's capture holds (--pcap): 128 bytes each, about 140 MB.
+PCAP_MAX = 1_000_000
+PCAP_SNAPLEN = 128
 # The flows' server ports (flow k listens on IPERF_BASE_PORT + k) and seed 004's server's.
 IPERF_BASE_PORT = 5201
 TRANSFER_PORT = 8000
@@ -86,6 +89,9 @@ class RunSpec:
     # (factors' aqm_from). 0: the AQM from the start.
     aqm_from: float = 0.0
     backend: str = "bmv2"
+    # Packets of the bottleneck's egress captured into bottleneck.pcap (0: none), the first
+    # so many, 128 bytes of each (headers: codepoints, sequence numbers).
+    pcap: int = 0
 
     @property
     def folder(self) -> str:
@@ -119,6 +125,10 @@ class RunSpec:
                                  "carries 1 to 128 per flow")
             if flow.start < 0 or end > self.duration:
                 raise ValueError(f"{self.label}: flow {flow} runs outside [0, {self.duration}] s")
+        if isinstance(self.pcap, bool) or not isinstance(self.pcap, int) or not (
+                0 <= self.pcap <= PCAP_MAX):
+            raise ValueError(f"{self.label}: pcap must be 0 to {PCAP_MAX} packets, got "
+                             f"{self.pcap!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"{self.label}: backend {self.backend!r} is not one of "
                              f"{', '.join(BACKENDS)}")

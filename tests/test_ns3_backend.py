@@ -8,6 +8,7 @@ minutes."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -36,6 +37,7 @@ pytestmark = pytest.mark.skipif(WHY is not None, reason=f"needs ns-3: {WHY}")
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT = 120.0     # s: the smoke plan, 4 runs of 6 simulated seconds, 2 at a time
 PHASE_TIMEOUT = 60.0
+PCAP = 4000             # packets captured: more than a smoke run's 6 s at 417 packets/s
 
 
 def experiments(*args: str, env: dict | None = None, timeout: float = RUN_TIMEOUT
@@ -55,7 +57,7 @@ def smoke(tmp_path_factory) -> Path:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(blocker.parent), *filter(None, [os.environ.get("PYTHONPATH")])])}
     done = experiments("run", "smoke", "--backend", "ns3", "--repeat", "2", "--jobs", "2",
-                       "--out", str(out), env=env)
+                       "--pcap", str(PCAP), "--out", str(out), env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     folders = list((out / "smoke").iterdir())
     assert len(folders) == 1 and folders[0].name.endswith("-ns3")
@@ -102,6 +104,29 @@ def test_the_switch_s_report_reads_the_twin_s_runs(smoke):
     assert [row["run"] for row in rows] == ["droptail", "red_ecn"] and figures
 
 
+def test_the_capture_holds_every_packet_the_bottleneck_sent_with_its_codepoint(smoke):
+    """--pcap: bottleneck.pcap (PPP framing: a 2-byte protocol field, 0x0021 for IPv4, then
+    the packet, as tcpdump and Wireshark read it) holds the packets that left the
+    bottleneck, their bytes the link's, and the CE marks among them as the counters say
+    (those of the packets still queued when the run ended aside)."""
+    from scapy.layers.inet import IP
+    from scapy.utils import RawPcapReader
+    marks = 0
+    for run in ("droptail.s1", "red_ecn.s1"):
+        frames = [data for data, _ in RawPcapReader(str(smoke / run / "bottleneck.pcap"))]
+        assert {frame[:2] for frame in frames} == {b"\x00\x21"}
+        packets = [IP(frame[2:]) for frame in frames]
+        last = list(csv.DictReader(open(smoke / run / "counters.csv")))[-1]
+        queued = int(last["seen_packets"]) - len(packets) - sum(
+            int(last[k]) for k in ("prob_drops", "forced_drops", "overflow_drops"))
+        assert sum(p.len for p in packets) == int(last["served_bytes"])
+        assert 0 <= queued <= 40 and len(packets) < PCAP
+        ce = sum(p.tos & 3 == 3 for p in packets)
+        assert int(last["marks_ce"]) - queued <= ce <= int(last["marks_ce"])
+        marks += ce
+    assert marks > 10
+
+
 def test_a_published_twin_run_is_its_own_file_beside_the_switch_s(smoke, tmp_path):
     docs = tmp_path / "docs"
     (docs / "experiments").mkdir(parents=True)
@@ -116,8 +141,8 @@ def test_a_published_twin_run_is_its_own_file_beside_the_switch_s(smoke, tmp_pat
 
 
 def test_resuming_a_finished_folder_has_nothing_to_run(smoke, capsys):
-    assert main(["run", "smoke", "--backend", "ns3", "--repeat", "2", "--resume",
-                 str(smoke)]) == 0
+    assert main(["run", "smoke", "--backend", "ns3", "--repeat", "2", "--pcap", str(PCAP),
+                 "--resume", str(smoke)]) == 0
     assert "4 runs done, 0 to go" in capsys.readouterr().out
 
 

@@ -38,7 +38,8 @@ from experiments.ns3.bottleneck import TwinPort
 from experiments.ns3.native import NativePort
 from experiments.ns3.native import attributes as native_attributes
 from experiments.ns3.loader import NS3_VERSION, load
-from experiments.spec import IPERF_BASE_PORT, TRANSFER_PORT, WIDE_QUEUE, Flow, RunSpec, jsonable
+from experiments.spec import (IPERF_BASE_PORT, PCAP_SNAPLEN, TRANSFER_PORT, WIDE_QUEUE, Flow,
+                              RunSpec, jsonable)
 from experiments.versions import machine, package_versions, project_version
 from topologies.specs import Access, Bottleneck, DumbbellSpec
 from transport import wire
@@ -503,6 +504,10 @@ class Twin:
         senders, receivers = self.build(net)
         net.AssignAddresses()
         self.traffic(net, senders, receivers)
+        if spec.pcap:
+            for k, port in enumerate(self.ports):
+                net.Capture(k, str(self.folder / f"bottleneck{port.suffix}.pcap"), spec.pcap,
+                            PCAP_SNAPLEN)
         self.schedule(net)
         window = (spec.measure_from, spec.measure_until or spec.duration)
         for t in window:

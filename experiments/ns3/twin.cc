@@ -1397,6 +1397,19 @@ class Network
         return PeekPointer(disc);
     }
 
+    // A capture of what leaves bottleneck `port` for its link, in PPP framing as ns-3's
+    // point-to-point links carry it (Wireshark reads it): the first `packets` packets,
+    // `snaplen` bytes of each.
+    void Capture(int port, const std::string& filename, uint32_t packets, uint32_t snaplen)
+    {
+        PcapHelper pcap;
+        Ptr<PcapFileWrapper> file =
+            pcap.CreateFile(filename, std::ios::out, PcapHelper::DLT_PPP, snaplen);
+        m_captures.push_back(Capture_{file, packets});
+        m_bottleneckDevices[port]->TraceConnectWithoutContext(
+            "MacTx", MakeBoundCallback(&Network::Captured, &m_captures.back()));
+    }
+
     // ns-3's own queue disc deciding at a bottleneck (aqm_impl=ns3).
     void UseChild(TwinQueueDisc* disc, const std::string& type, std::vector<std::string> names,
                   std::vector<std::string> values)
@@ -1574,6 +1587,21 @@ class Network
         disc->SetRate(bps);
     }
 
+    struct Capture_
+    {
+        Ptr<PcapFileWrapper> file;
+        uint32_t left;
+    };
+
+    static void Captured(Capture_* capture, Ptr<const Packet> packet)
+    {
+        if (capture->left > 0)
+        {
+            capture->left--;
+            capture->file->Write(Simulator::Now(), packet);
+        }
+    }
+
     static bool IsTcp(Ptr<const Packet> packet)
     {
         Ipv4Header header;
@@ -1619,6 +1647,7 @@ class Network
     std::vector<Ipv4InterfaceContainer> m_interfaces;
     std::vector<Ptr<PointToPointNetDevice>> m_bottleneckDevices;
     std::vector<Ptr<TwinQueueDisc>> m_discs;
+    std::deque<Capture_> m_captures;
     int64_t m_streams = 1000;
 
     struct Hooks
