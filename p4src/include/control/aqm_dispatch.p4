@@ -29,6 +29,9 @@
 #else
 #define AQM_RUNS(id) meta.rec.algorithm == id
 #endif
+// What each entry of the profile's lists (profile.p4) expands to here: an instance of each
+// control and of the steps around one, each algorithm's action and its name in the table,
+// and one branch per control.
 #define AQM_INSTANCE(CONTROL, Control, name, id) Control() name##_aqm;
 #define AQM_AROUND_INSTANCES(ACTION, action) ACTION##_INSTANCES
 #define AQM_ACTION(ACTION, action) ACTION##_ACTION
