@@ -2,8 +2,8 @@
 is control_plane/api_client.py).
 
 A Unix socket keeps the API on this machine and under file permissions; one controller
-serves one socket (api_client.serving_elsewhere). While the switch is away, or this controller is a
-backup, every answer carries the SWITCH_AWAY header: one line saying so.
+serves one socket (api_client.serving_elsewhere). While the switch is away, or this
+controller is a backup, every answer carries the SWITCH_AWAY header: one line saying so.
 
     GET  /state                  ports, configuration, counters, latest telemetry
     POST /ports/{port}           {"algorithm": str|null, "values": {name: text}}
