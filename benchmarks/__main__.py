@@ -10,9 +10,9 @@ beside "all"; with a list, only those algorithms' cases (and with --compare, on 
 revision's profiles too). A peer whose commands name the algorithm it runs
 (`# algorithm: codel`) is set head to head against ours on "all" and on that profile.
 
-Everything it starts (switches, namespaces, senders, aqmctl) and its work folder are gone
-when it ends, also on Ctrl-C or SIGTERM at any moment: then one line on stderr says what
-it was doing and what it stopped (tests/test_interrupt.py)."""
+Everything it starts (switches, namespaces, senders, aqmctl) and its work folder (unless
+--keep-work) are gone when it ends, also on Ctrl-C or SIGTERM at any moment: then one line
+on stderr says what it was doing and what it stopped (tests/test_interrupt.py)."""
 
 from __future__ import annotations
 
@@ -157,9 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     work = dataplane.scratch()
     GUARD.describe = lambda: [*running_children(),
                               *(f"namespace {name}" for name in sorted(netns.MADE))]
+    keep = False
     try:
         with GUARD.interruptible():
-            return run(argv, work)
+            parser = arguments()
+            args = parser.parse_args(argv)
+            keep = args.keep_work
+            return run(parser, args, work)
     except Interrupted as stop:
         with GUARD.deferred():
             left = bmv2.stop_running() + [f"namespace {n}" for n in netns.delete_left()]
@@ -170,10 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         return stop.status
     finally:
         with GUARD.deferred():
-            shutil.rmtree(work, ignore_errors=True)
+            if keep and GUARD.received is None:
+                console.print(f"work folder kept: {work}")
+            else:
+                shutil.rmtree(work, ignore_errors=True)
 
 
-def run(argv: list[str] | None, work: Path) -> int:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
     parser.add_argument("--quick", action="store_true",
@@ -196,7 +203,14 @@ def run(argv: list[str] | None, work: Path) -> int:
                         help="also run each case on its algorithm's one-algorithm build "
                              "profile (case@profile); a list (red,codel,none) keeps only "
                              "those algorithms' cases")
-    args = parser.parse_args(argv)
+    parser.add_argument("--keep-work", action="store_true",
+                        help="keep the work folder (the compiled programs, pcaps, callgrind "
+                             "dumps, switch logs) when the run finishes; it is removed "
+                             "otherwise, and always when interrupted")
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -> int:
     chosen = None
     if args.profiles is not None:
         try:
