@@ -26,7 +26,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -49,7 +48,7 @@ from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn,
 from control_plane.build import REPO, Artifacts
 from control_plane.profiles import ALL, NEEDS, NO_AQM, Profile
 from control_plane.values import ConfigError
-from experiments.runner import tool_versions
+from experiments.versions import machine, tool_versions
 from topologies import netns
 
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -143,12 +142,6 @@ def algorithm_list(text: str) -> frozenset[str] | None:
     Profile.parse(text)
     names = frozenset(name.strip() for name in text.split(",") if name.strip())
     return None if ALL in names else names
-
-
-def machine() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                  if line.startswith("model name")), "unknown")
-    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topologies.cleanup import GUARD, SIGNALS, Interrupted
+from topologies.cleanup import GUARD, SIGNALS, Interrupted, run_apart
 
 if __name__ == "__main__":
     # Before the slow imports below: a signal during them waits until main() can answer.
@@ -16,7 +16,6 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -105,32 +104,11 @@ def compile_in_session(out: Path, drop_at: str = "dequeue",
     """control_plane.build into `out` itself, in a process group of its own, ended whole if
     interrupted (p4c's driver runs the preprocessor and the compiler as processes of their
     own)."""
-    with GUARD.deferred():
-        build = subprocess.Popen([sys.executable, "-m", "control_plane.build", "--into", str(out),
-                                  "--drop-at", drop_at, "--algorithms", profile.listed],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                 start_new_session=True)
-        try:
-            with GUARD.interruptible():
-                _, err = build.communicate()
-        finally:
-            if build.returncode is None:
-                os.killpg(build.pid, signal.SIGKILL)
-                build.wait()
-                wait_for_group(build.pid)   # the driver's children die after it
-    if build.returncode != 0:
+    status, _, err = run_apart([sys.executable, "-m", "control_plane.build", "--into", str(out),
+                                "--drop-at", drop_at, "--algorithms", profile.listed])
+    if status != 0:
         raise CompileError(err.strip())
     return Artifacts.in_folder(out)
-
-
-def wait_for_group(pgid: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
 
 
 def plan_program(specs: list[RunSpec]) -> Profile:

@@ -4,7 +4,7 @@ topologies/cleanup.py), metrics computed.
 
 A run's folder holds:
   config.json      the RunSpec, as run
-  versions.json    p4c, BMv2, kernel, iperf3, Python packages
+  versions.json    p4c, BMv2, iperf3, Python packages, the machine (experiments/versions.py)
   rtt.json         measured ping RTT per sender/receiver pair against the configured one
   telemetry.csv    bottleneck telemetry: time, average, depth, probability, sojourn, Pmax,
                    group, the RTT the switch measured (AECN) and the codepoint on arrival
@@ -35,7 +35,6 @@ import csv
 import json
 import logging
 import os
-import platform
 import re
 import select
 import signal
@@ -44,7 +43,7 @@ import sys
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from control_plane import fixedpoint as fp
@@ -53,65 +52,24 @@ from control_plane.aqm import Aecn, Aqm, PortConfig
 from control_plane.build import REPO, Artifacts
 from control_plane.controller import Controller, PortView, Route
 from control_plane.state import StateFile
-from control_plane.toolchain import find
 from experiments.connections import ConnectionSampler
-from experiments.spec import OTHER_PORTS, WIDE_QUEUE, RunSpec
+from experiments.phase import phase
+from experiments.spec import (IPERF_BASE_PORT, OTHER_PORTS, PCAP_SNAPLEN, TRANSFER_PORT,
+                              WIDE_QUEUE, RunSpec, jsonable)
+from experiments.versions import tool_versions
 from topologies.cleanup import GUARD
 from topologies.dumbbell import Dumbbell, DumbbellSpec
 from topologies.nodes import SwitchPlan
 from topologies.parking_lot import ParkingLot
 
 LOG = logging.getLogger("p4aqm.run")
-IPERF_BASE_PORT = 5201
 # Seconds past the run's end before late traffic processes are interrupted.
 GRACE = 20.0
 READY_TIMEOUT = 15.0   # s for a server to say it listens
-TRANSFER_PORT = 8000
-
-
-def phase(where: str) -> None:
-    """What is going on, for the message of an interruption and the experiment's run.log."""
-    GUARD.where = where
-    LOG.info("%s", where)
 
 
 class DelayNotDelivered(RuntimeError):
     """The measured RTT is not the configured one: the run would measure something else."""
-
-
-def jsonable(value):
-    if is_dataclass(value):
-        out = {f.name: jsonable(getattr(value, f.name)) for f in fields(value)}
-        out["type"] = type(value).__name__
-        return out
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def tool_versions() -> dict:
-    def first_line(cmd):
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
-            return (out.stdout or out.stderr).strip().splitlines()[0]
-        except (OSError, IndexError, subprocess.TimeoutExpired):
-            return "unavailable"
-    versions = {"p4aqm": first_line(["git", "-C", str(REPO), "describe", "--always",
-                                     "--dirty", "--abbrev=12"]),
-                "kernel": platform.release(), "python": platform.python_version(),
-                "iperf3": first_line(["iperf3", "--version"])}
-    for tool, flag in (("p4c", "--version"), ("simple_switch_grpc", "--version")):
-        path = find(tool)
-        versions[tool] = first_line([str(path), flag]) if path else "missing"
-    from importlib.metadata import version
-    for package in ("finsy", "scapy", "matplotlib"):
-        try:
-            versions[package] = version(package)
-        except Exception:
-            versions[package] = "missing"
-    return versions
 
 
 class ControllerThread:
@@ -326,6 +284,8 @@ class Run:
             self._start_controller(plan, controllers)
         self._phase("checking the delay")
         self._check_delay(topo)
+        if self.spec.pcap:
+            self._capture(plans)
         recorders = []
         for plan, controller in zip(plans, controllers):
             recorder = Recorder(controller.ctl, plan.bottleneck_port, time.monotonic())
@@ -455,6 +415,17 @@ class Run:
                         f"{s.name} -> {r.name}: ping RTT {measured:.1f} ms, configured "
                         f"{expected:.1f} ms")
         (self.folder / "rtt.json").write_text(json.dumps(results, indent=1))
+
+    def _capture(self, plans: list[SwitchPlan]) -> None:
+        """tcpdump on each bottleneck port, what the switch sends out of it: the run's
+        bottleneck.pcap (bottleneck-sN.pcap on a parking lot), its first `pcap` packets."""
+        for plan in plans:
+            interface = plan.node.intfs[plan.bottleneck_port].name
+            suffix = "" if len(plans) == 1 else f"-{plan.node.name}"
+            self._popen(plan.node, ["tcpdump", "-i", interface, "-Q", "out", "-U", "-n",
+                                    "-s", str(PCAP_SNAPLEN), "-c", str(self.spec.pcap), "-w",
+                                    str(self.folder / f"bottleneck{suffix}.pcap")],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _calibrate(self, topo) -> dict:
         """Segments one transfer takes alone (seed 004's minimum "in an uncongested

@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from scapy.layers.inet import IP
+from scapy.utils import rdpcap
 
 from analysis.results import read_csv, run_metrics
 from control_plane.aqm import Mecn, RedEcn
@@ -28,6 +30,10 @@ def mininet_ready(testbed):
             pytest.skip(f"needs {tool} (make setup installs it)")
 
 
+# Packets the two-flow run captures at its bottleneck (--pcap): about 5 s of its 8.
+PCAP = 2000
+
+
 @pytest.mark.parametrize("ecn", [True, False])
 def test_two_flows_through_the_switch(mininet_ready, artifacts, tmp_path, ecn):
     bottleneck = Bottleneck(mbps=5, delay=0.005, buffer=50)
@@ -36,7 +42,7 @@ def test_two_flows_through_the_switch(mininet_ready, artifacts, tmp_path, ecn):
                                 receivers=(Access(20, 0.001),) * 2, bottleneck=bottleneck,
                                 ecn=ecn),
                    RedEcn(minth=3, maxth=9, maxp=0.2, wq=0.02, limit=50),
-                   duration=8, flows=(Flow(0, 0), Flow(1, 1)), measure_from=3)
+                   duration=8, flows=(Flow(0, 0), Flow(1, 1)), measure_from=3, pcap=PCAP)
     folder = Run(spec, tmp_path / "run", artifacts).execute()
     m = run_metrics(folder)
     capacity = bottleneck.pps * 1448 * 8 / 1e6          # payload bits the link can carry
@@ -51,6 +57,13 @@ def test_two_flows_through_the_switch(mininet_ready, artifacts, tmp_path, ecn):
         assert m["marks"] > 0
     else:
         assert m["marks"] == 0 and m["dropped"] > 0
+    # --pcap: what left the bottleneck port, its first PCAP packets, each with the codepoint
+    # the AQM gave it: as many CE marks as the counters count, while the capture lasted.
+    captured = [p for p in rdpcap(str(folder / "bottleneck.pcap")) if IP in p]
+    assert len(captured) == PCAP
+    last = list(csv.DictReader(open(folder / "counters.csv")))[-1]
+    ce = sum(p[IP].tos & 3 == 3 for p in captured)
+    assert (0 < ce <= int(last["marks_ce"])) if ecn else ce == 0
     # The delay the run asked for is there: 2 x (5 + 5 + 1) ms plus processing, no more
     # than the runner accepts. The fastest of the pings, as the runner judges it: on a
     # loaded machine the scheduler delays them (an average of 30 ms, 40 at worst, and a

@@ -72,7 +72,7 @@ def test_every_run_of_the_plan_ran_in_ns3_and_its_folder_says_so(smoke):
         versions = json.loads((run / "versions.json").read_text())
         twin = json.loads((run / "twin.json").read_text())
         assert config["backend"] == "ns3" and versions["backend"] == "ns3"
-        assert {"cpu", "cores", "cpu_mhz"} <= versions.keys()
+        assert {"cpu", "cores", "cpu_mhz"} <= versions["machine"].keys()
         assert twin["simulated_s"] >= config["duration"] and twin["packets_decided"] > 1000
         for name in ("telemetry.csv", "counters.csv", "events.json", "connections.json",
                      "flows/flow000.json", "flows/flow001.json", "metrics.json"):

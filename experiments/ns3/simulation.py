@@ -672,8 +672,8 @@ def execute(spec: RunSpec, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(jsonable(spec), indent=1))
     (folder / "versions.json").write_text(json.dumps(
-        {"p4aqm": project_version(), "backend": "ns3", "ns3": NS3_VERSION,
-         **machine(), **package_versions()}, indent=1))
+        {"p4aqm": project_version(), "backend": "ns3", **package_versions(),
+         "ns3": NS3_VERSION, "machine": machine()}, indent=1))
     twin = Twin(spec, folder)
     figures = twin.run()
     (folder / "twin.json").write_text(json.dumps(figures, indent=1))
