@@ -88,6 +88,8 @@ class Experiment:
     # (`--factor scale=testbed` keeps the testbed's), and what it changes.
     paper_scale: Callable[[RunSpec], RunSpec] | None = None
     paper_scaling: str = ""
+    # The paper (or RFC) the claims are from: its anchor on docs/bibliography.md, as shown.
+    source: tuple[str, str] | None = None
 
     def repeats(self, opts: PlanOptions) -> int:
         return opts.repeat or (self.repeat if opts.backend == "bmv2" else TWIN_REPEAT)

@@ -97,4 +97,5 @@ def verdicts(runs: Runs) -> list[Row]:
 EXPERIMENT = Experiment(
     "E1 (seed 000): RED vs RED+ECN, TCP variants, dumbbell 3 -> 3",
     SCALING, plan, report, claims=CLAIMS, verdicts=verdicts, paper_scale=paper_scale,
-    paper_scaling=PAPER_SCALING)
+    paper_scaling=PAPER_SCALING,
+    source=("seed000", "seed 000 (Korean journal, ns-2)"))

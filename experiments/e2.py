@@ -135,4 +135,5 @@ def verdicts(runs: Runs) -> list[Row]:
 EXPERIMENT = Experiment(
     "E2 (seed 001 Figs. 5-8): MECN vs AMECN under a load step",
     SCALING, plan, report, claims=CLAIMS, verdicts=verdicts, paper_scale=paper_scale,
-    paper_scaling=PAPER_SCALING)
+    paper_scaling=PAPER_SCALING,
+    source=("durresi2007", "Durresi, Sridharan, Jain 2007"))

@@ -83,4 +83,5 @@ def verdicts(runs: Runs) -> list[Row]:
 EXPERIMENT = Experiment(
     "E3 (seed 001 Figs. 9-10): ARED vs AMECN over target delays",
     SCALING, plan, report, claims=CLAIMS, verdicts=verdicts,
-    paper_scale=lambda spec: resized(spec, 1000), paper_scaling=PAPER_SCALING)
+    paper_scale=lambda spec: resized(spec, 1000), paper_scaling=PAPER_SCALING,
+    source=("durresi2007", "Durresi, Sridharan, Jain 2007"))

@@ -89,4 +89,5 @@ def verdicts(runs: Runs) -> list[Row]:
 EXPERIMENT = Experiment(
     "E4 (seed 001 Figs. 11-12): parking lot, ARED vs AMECN on every link",
     SCALING, plan, report, claims=CLAIMS, verdicts=verdicts,
-    paper_scale=lambda spec: resized(spec, 1000), paper_scaling=PAPER_SCALING)
+    paper_scale=lambda spec: resized(spec, 1000), paper_scaling=PAPER_SCALING,
+    source=("durresi2007", "Durresi, Sridharan, Jain 2007"))

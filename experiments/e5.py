@@ -245,4 +245,5 @@ def verdicts(runs: Runs) -> list[Row]:
 
 EXPERIMENT = Experiment(
     "E5 (seed 002): RED vs ECN vs AECN with heterogeneous RTTs",
-    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts,
+    source=("seed002", "seed 002 (thesis, ns-2)"))

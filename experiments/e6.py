@@ -268,4 +268,5 @@ def verdicts(runs: Runs) -> list[Row]:
 
 EXPERIMENT = Experiment(
     "E6 (seed 003): NEWQUE vs RED vs BLUE vs PI vs REM",
-    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts)
+    SCALING, plan, report, claims=CLAIMS, verdicts=verdicts,
+    source=("santhi", "Santhi, Natarajan"))

@@ -139,4 +139,5 @@ def verdicts(runs: Runs) -> list[Row]:
 EXPERIMENT = Experiment(
     "E7 (seed 004): short transfers, DT vs RED vs ECN over buffer sizes",
     SCALING, plan, report, claims=CLAIMS, verdicts=verdicts, paper_scale=paper_scale,
-    paper_scaling=PAPER_SCALING)
+    paper_scaling=PAPER_SCALING,
+    source=("pentikousis2004", "Pentikousis, Badr"))

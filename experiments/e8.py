@@ -293,4 +293,4 @@ def verdicts(runs: Runs) -> list[Row]:
 
 EXPERIMENT = Experiment("E8 (beyond the seeds): the seeds' AQMs against CoDel and PIE, "
                         "delay under load", SCALING, plan, report, claims=CLAIMS,
-                        verdicts=verdicts)
+                        verdicts=verdicts, source=("rfc8289", "RFC 8289, RFC 8033"))

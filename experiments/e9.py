@@ -294,4 +294,4 @@ def verdicts(runs: Runs) -> list[Row]:
 
 EXPERIMENT = Experiment("E9 (beyond the seeds): classic and scalable flows sharing one "
                         "bottleneck, DualPI2 against one queue", SCALING, plan, report,
-                        claims=CLAIMS, verdicts=verdicts)
+                        claims=CLAIMS, verdicts=verdicts, source=("rfc9332", "RFC 9332"))

@@ -377,11 +377,14 @@ def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
     rows, controlled = [], []
     for experiment, docs_of in everything.items():
         link = f"[{experiment.upper()}]({experiment}.md)"
+        source = EXPERIMENTS[experiment].source
+        paper = f"[{source[1]}](../bibliography.md#{source[0]})" if source else "-"
         switch, twin = planned(docs_of, MAIN), planned(docs_of, TWIN)
         for claim in dict.fromkeys([*switch, *twin]):
             s, t = switch.get(claim), twin.get(claim)
             disagree = s is not None and t is not None and s["verdict"] != t["verdict"]
-            rows.append({"experiment": link, "claim": claim, "ns-3 twin": verdict_cell(t),
+            rows.append({"experiment": link, "paper": paper, "claim (the paper's value)": claim,
+                         "ns-3 twin": verdict_cell(t),
                          "switch": verdict_cell(s),
                          "why they differ": why(experiment, claim, s["verdict"], t["verdict"],
                                                 docs_of) if disagree else ""})
