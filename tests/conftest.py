@@ -17,7 +17,7 @@ import pytest_asyncio
 from control_plane import build, toolchain
 from control_plane.build import Artifacts, compile_program
 from control_plane.profiles import ALL, Profile
-from testbeds import hosts_testbed, routed_switch, skip_reason_for_switch
+from support.testbeds import hosts_testbed, routed_switch, skip_reason_for_switch
 
 # finsy logs every stream event at INFO.
 logging.getLogger("finsy").setLevel(logging.WARNING)
@@ -116,9 +116,9 @@ async def dual_switch(dual_testbed, program):
 
 @pytest.fixture(scope="session")
 def ns3():
-    """ns-3's queue discs driven by packet traces (tests/ns3_oracle.py), loaded once per
+    """ns-3's queue discs driven by packet traces (tests/support/ns3_oracle.py), loaded once per
     session; skips, saying why, where the ns3 wheel or a C++ compiler is missing."""
-    import ns3_oracle
+    from support import ns3_oracle
     try:
         ns3_oracle.load()
     except ns3_oracle.Ns3Unavailable as err:

@@ -98,7 +98,7 @@ async def test_a_loop_skips_ticks_missed_while_the_event_loop_was_busy(tmp_path)
 
     from control_plane.aqm import PortConfig, Red
     from control_plane.controller import Controller, LoopSpec, PortView
-    from programs import stub_build
+    from support.programs import stub_build
     view = PortView(PortConfig(port=2, aqm=Red(), link_pps=100.0, telemetry_interval=0.01),
                     loop=LoopSpec("ared", interval=0.05))
     ctl = Controller("127.0.0.1:1", stub_build(tmp_path), {2: view}, [])

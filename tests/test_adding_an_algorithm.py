@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from testbeds import skip_reason_for_switch
+from support.testbeds import skip_reason_for_switch
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "contributing" / "algorithm.md"

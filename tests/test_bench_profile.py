@@ -64,7 +64,7 @@ def test_parts_from_callgrind_annotate():
 def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
     """--profiles: each p4aqm case beside the same case on its algorithm's profile (no AQM
     on "none"); a list keeps those algorithms' cases and the other programs'."""
-    from benchmarks.__main__ import algorithm_list, cases, with_profiles
+    from benchmarks.suite import algorithm_list, cases, with_profiles
     from control_plane.aqm import ConfigError
     listed = with_profiles(cases(True), algorithm_list("red,none"))
     assert [(c.name, c.build) for c in listed] == [
@@ -81,7 +81,7 @@ def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
 def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
     """A peer's `# algorithm: codel` line sets it against our CoDel on "all" and on the
     codel profile; a peer without one is only measured, and a name we lack is refused."""
-    from benchmarks.__main__ import Peer, head_to_head, peer_of
+    from benchmarks.suite import Peer, head_to_head, peer_of
     peer = peer_of("# P4-CoDel\n# algorithm: codel\ntable_add t a 1 => 2  // the route\n\n",
                    "p4codel.commands")
     assert peer == Peer(("table_add t a 1 => 2",), "codel")

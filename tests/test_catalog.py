@@ -16,11 +16,12 @@ import pytest
 
 import experiments
 from analysis.results import run_metrics
-from experiments.__main__ import configurations, main
+from experiments.base import configurations
+from experiments.cli import main
 from experiments.base import PlanOptions, line_figure
 from experiments.catalog import EXPERIMENTS
 from control_plane.profiles import ALL
-from experiments.__main__ import plan_program
+from experiments.programs import plan_program
 from experiments.runner import jsonable
 from experiments.spec import OTHER_PORTS, RunSpec
 from test_metrics import counter_row

@@ -18,9 +18,9 @@ from typing import Iterator
 import finsy as fy
 import pytest
 
-from frames import ipv4_frame, udp_payload, with_checksum
-from traffic import HOSTS, paced, send_paced, sending, udp_packet
-from waiting import wait_for
+from support.frames import ipv4_frame, udp_payload, with_checksum
+from support.traffic import HOSTS, paced, send_paced, sending, udp_packet
+from support.waiting import wait_for
 from control_plane import fixedpoint as fp
 from control_plane import toolchain
 from control_plane.api_client import ApiClient

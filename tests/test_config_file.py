@@ -8,7 +8,7 @@ import pytest
 from control_plane.algorithms.base import QueueSetting
 from control_plane.aqm import ConfigError, DualPi2, Mecn, NoAqm
 from control_plane.config_file import load_controller
-from programs import stub_build
+from support.programs import stub_build
 
 BASE = 'switch = "127.0.0.1:9559"\nbuild = "."\n[[port]]\nport = 2\nlink_pps = 100\n'
 ROUTE = ('[[route]]\nprefix = "10.0.0.0/24"\nport = 2\nsrc_mac = "02:00:00:00:00:01"\n'

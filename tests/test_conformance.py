@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from conformance import PORT, RATE_PPS, check_draws_uniform, run_pattern
+from support.conformance import PORT, RATE_PPS, check_draws_uniform, run_pattern
 from control_plane.aqm import PortConfig, RedEcn
 
 RED_ARGS = dict(minth=5, maxth=15, maxp=0.3, wq=0.1, limit=35)

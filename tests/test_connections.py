@@ -17,9 +17,9 @@ from analysis.connections import Window
 from analysis.metrics import server_received
 from analysis.results import IPERF3_INTERRUPTED, run_metrics
 from experiments.connections import ConnectionSampler, parse_ss
-from tests.loopback import iperf3_pair, needs_iperf3
+from support.loopback import iperf3_pair, needs_iperf3
 from tests.test_metrics import counter_row, iperf, write_run
-from tests.waiting import wait_for
+from support.waiting import wait_for
 
 SS = """\
 ESTAB 0 0 10.0.0.1:50996 10.0.1.1:5201 \tcubic wscale:9,9 rto:204 bytes_sent:184 bytes_acked:185 bytes_received:4 segs_out:8

@@ -14,8 +14,8 @@ from control_plane.adaptation import amecn_step, ared_step
 from control_plane.aqm import ConfigError, DropTail, Mecn, PortConfig, Red
 from control_plane.controller import Controller, LoopSpec, PortView, Route
 from control_plane.golden import Arrival, PortModel
-from traffic import HOSTS, paced, send_paced, sending, udp_packet
-from waiting import running, wait_for_async
+from support.traffic import HOSTS, paced, send_paced, sending, udp_packet
+from support.waiting import running, wait_for_async
 from control_plane.dataplane import Ecn
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]

@@ -8,13 +8,13 @@ import pytest
 from scapy.layers.inet import IP, UDP, IPOption_RR
 from scapy.layers.l2 import Ether
 
-from conformance import PORT, RATE_PPS, all_entries
+from support.conformance import PORT, RATE_PPS, all_entries
 from control_plane.aqm import ConfigError, Ecnm, PortConfig, Red, RedEcn
 from control_plane.dataplane import Ecn, IngressDrop
 from control_plane.forwarding import forward
-from frames import (ROUTES, checksum_without_options, corpus, ipv4_frame, udp_payload,
+from support.frames import (ROUTES, checksum_without_options, corpus, ipv4_frame, udp_payload,
                     zero_checksum_frames)
-from traffic import HOSTS, ipv4_header_checksum_ok, paced, send_paced, udp_packet
+from support.traffic import HOSTS, ipv4_header_checksum_ok, paced, send_paced, udp_packet
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]
 

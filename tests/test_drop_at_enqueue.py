@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import PORT, QUEUE_DEPTH, RATE_PPS, run_pattern
+from support.conformance import PORT, QUEUE_DEPTH, RATE_PPS, run_pattern
 from control_plane import toolchain
 from control_plane.aqm import PortConfig, RedEcn
 from control_plane.algorithms.droptail import DropTail
 from control_plane.build import compile_program
 from control_plane.dataplane import Ecn, Outcome
-from traffic import ipv4_header_checksum_ok, paced
+from support.traffic import ipv4_header_checksum_ok, paced
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]
 

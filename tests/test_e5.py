@@ -6,7 +6,7 @@ import csv
 import json
 
 from experiments import e5
-from experiments.__main__ import configurations
+from experiments.base import configurations
 from experiments.base import PlanOptions
 
 

@@ -7,7 +7,7 @@ import csv
 import json
 
 from experiments import e6
-from experiments.__main__ import configurations
+from experiments.base import configurations
 from experiments.base import PlanOptions
 
 

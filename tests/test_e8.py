@@ -10,7 +10,7 @@ import math
 import pytest
 
 from experiments import e8
-from experiments.__main__ import configurations
+from experiments.base import configurations
 from experiments.base import PlanOptions
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from control_plane.aqm import DualPi2, Pi2, Pie, RedEcn
 from experiments import e9
-from experiments.__main__ import configurations
+from experiments.base import configurations
 from experiments.base import PlanOptions
 from experiments.runner import priority_queues
 

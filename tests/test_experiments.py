@@ -13,7 +13,7 @@ import pytest
 
 from control_plane import toolchain
 from control_plane.profiles import PROFILE_FILE, Profile
-from experiments.__main__ import (ResumeError, compile_in_session, finished, plan_program,
+from experiments.programs import (ResumeError, compile_in_session, finished, plan_program,
                                   resumable)
 from experiments import factors
 from experiments.base import PlanOptions

@@ -13,7 +13,7 @@ from control_plane.algorithms.base import Link
 from control_plane.algorithms.pi import hollot_gains
 from control_plane.aqm import Codel, DropTail, Pi, Pie
 from experiments import e5, factors
-from experiments.__main__ import main, resume_command
+from experiments.cli import main, resume_command
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
 from experiments.runner import port_views

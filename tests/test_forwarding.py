@@ -10,9 +10,9 @@ import pytest
 
 from control_plane.dataplane import IngressDrop
 from control_plane.forwarding import ETHERNET_BYTES, csum16, forward
-from frames import (ROUTES, checksum_without_options, corpus, ipv4_frame, udp_payload,
+from support.frames import (ROUTES, checksum_without_options, corpus, ipv4_frame, udp_payload,
                     with_checksum, zero_checksum_frames)
-from traffic import HOSTS
+from support.traffic import HOSTS
 
 IP = ETHERNET_BYTES
 RR = bytes([7, 11, 4]) + bytes(8) + b"\x00"      # record route, then end of options

@@ -12,7 +12,7 @@ from control_plane.aqm import (ALGORITHMS, Aecn, Blue, Codel, DropTail, DualPi2,
                                Newque, Pi, Pi2, Pie, PortConfig, Red, RedEcn, Rem)
 from control_plane.dataplane import ECN_LEVEL, Ecn, Outcome
 from control_plane.golden import Arrival, PortModel, xorshift32
-from modeling import arrivals, run_model
+from support.modeling import arrivals, run_model
 
 # Every algorithm, tuned so a random queue makes it mark, drop and pass.
 EVERY_ALGORITHM = {

@@ -13,8 +13,8 @@ import pytest
 
 from analysis import metrics
 from analysis.results import IPERF3_INTERRUPTED, MSS
-from tests.loopback import iperf3_pair, needs_iperf3
-from tests.waiting import wait_for
+from support.loopback import iperf3_pair, needs_iperf3
+from support.waiting import wait_for
 
 pytestmark = needs_iperf3
 

@@ -22,7 +22,7 @@ import pytest
 
 from analysis.results import run_metrics
 from experiments import publish
-from experiments.__main__ import main
+from experiments.cli import main
 from experiments.base import PlanOptions, configurations
 from experiments.catalog import EXPERIMENTS
 from experiments.ns3.loader import Ns3Unavailable, available

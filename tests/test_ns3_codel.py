@@ -1,7 +1,7 @@
 """Our CoDel's golden model (control_plane/algorithms/codel.py) against ns-3's
 CoDelQueueDisc, packet by packet, on ns-3's own dequeues.
 
-ns-3's queue disc is fed a trace (tests/ns3_oracle.py); every packet it dequeued (served,
+ns-3's queue disc is fed a trace (tests/support/ns3_oracle.py); every packet it dequeued (served,
 or dropped at dequeue) is then given to the golden model as BMv2 would give it to egress:
 its departure, its sojourn, the packets still queued behind it. The two differ only in
 five ways, each named below, and a replica of RFC 8289's dequeue() with each of them as a
@@ -22,8 +22,8 @@ from control_plane.algorithms.codel import law_table
 from control_plane.aqm import Codel
 from control_plane.dataplane import Ecn, Outcome
 from control_plane.golden import Arrival
-from modeling import run_model
-from ns3_oracle import Trace, bursts, idle_gaps, poisson, rate_step
+from support.modeling import run_model
+from support.ns3_oracle import Trace, bursts, idle_gaps, poisson, rate_step
 
 TARGET_NS, INTERVAL_NS = 5_000_000, 100_000_000
 # ns-3's ways, where our CoDel follows RFC 8289 and Linux:

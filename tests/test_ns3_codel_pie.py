@@ -1,4 +1,4 @@
-"""The ns-3 driver's CoDel and PIE (tests/ns3_oracle.py) against facts of RFC 8289 and RFC
+"""The ns-3 driver's CoDel and PIE (tests/support/ns3_oracle.py) against facts of RFC 8289 and RFC
 8033 checked by hand, so the driver is proved before it serves as the golden models'
 oracle. The traces are deterministic overloads (an arrival every 800 us into a queue
 served at 1 000 packets/s: each packet waits 200 us longer than the one before), which
@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from ns3_oracle import Trace
+from support.ns3_oracle import Trace
 
 SERVICE_US = 1000
 TARGET_US, INTERVAL_US = 5000, 100_000

@@ -34,8 +34,8 @@ from control_plane.algorithms.pie import PieModel, idle_orbit
 from control_plane.aqm import Pie
 from control_plane.dataplane import Ecn, Event, Outcome
 from control_plane.golden import Arrival
-from modeling import run_model
-from ns3_oracle import Trace
+from support.modeling import run_model
+from support.ns3_oracle import Trace
 
 TUPDATE_US, TARGET_US = 15_000, 15_000
 OURS = dict(ecn=True, max_burst=0.0, mark_ecnth=1.0, limit=10**6)
@@ -130,7 +130,7 @@ def test_each_update_from_ns3s_state_is_ns3s(runs, name):
         model = PieModel(encoded)
         model.prob, model.old, model.prev = round(first.prob * 2**48), round(first.qdelay_us), \
             round(by_time[round(first.at_us) + TUPDATE_US].qdelay_us)
-        model.update()
+        model.calculate_drop_prob()
         if r.count > 1:
             model.idle_updates(r.count - 1)
             step = max((a - b for a, b in zip(orbit, orbit[1:])

@@ -1,5 +1,5 @@
 """ns-3's RedQueueDisc (ns-3.44, a port of ns-2's RED, the seeds' simulator) against the RED
-golden model on the same packet traces (tests/ns3_oracle.py). With the conformance suites
+golden model on the same packet traces (tests/support/ns3_oracle.py). With the conformance suites
 (golden model = BMv2) this is the chain ns-3 ~ golden model = switch.
 
 Each trace is fed to ns-3 first; the golden model then gets what ns-3's queue did: each
@@ -46,7 +46,7 @@ from control_plane.algorithms.red import Ramp, decay, ewma, fires
 from control_plane.aqm import PortConfig, Red, RedEcn, port_seed
 from control_plane.dataplane import Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortModel, xorshift32
-from ns3_oracle import Trace, bursts, idle_gaps, poisson, rate_step
+from support.ns3_oracle import Trace, bursts, idle_gaps, poisson, rate_step
 
 PPS = 1000.0
 PORT = 2

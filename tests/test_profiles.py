@@ -16,8 +16,8 @@ from pathlib import Path
 import finsy as fy
 import pytest
 
-from conformance import PORT, RATE_PPS, check_refused_without_writes
-from testbeds import routed_switch
+from support.conformance import PORT, RATE_PPS, check_refused_without_writes
+from support.testbeds import routed_switch
 from control_plane import dataplane as dp
 from control_plane.algorithms import ALGORITHMS
 from control_plane.aqm import Codel, ConfigError, Mecn, PortConfig, RedEcn
@@ -25,8 +25,8 @@ from control_plane.build import REPO, compile_program, main
 from control_plane.build import GENERATED, PROFILE_P4
 from control_plane.profiles import (ALL, CONTROLS, PROFILE_FILE, RECORD_FIELDS, SHARED_PARTS,
                                     Profile, build_command)
-from traffic import HOSTS
-from waiting import wait_for
+from support.traffic import HOSTS
+from support.waiting import wait_for
 
 # Two algorithms, one that reads a shared part (RED's ramp) and one that reads none: the
 # profile lacks every other shared part (MECN's levels, arrival numbers, the RTT tracker,

@@ -12,7 +12,7 @@ import pytest
 from analysis import stats
 from analysis.stats import Estimate
 from experiments import publish
-from experiments.__main__ import main
+from experiments.cli import main
 from experiments.runner import jsonable
 
 

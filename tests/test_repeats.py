@@ -10,7 +10,8 @@ import pickle
 import pytest
 
 from analysis import stats
-from experiments.__main__ import configurations, main
+from experiments.base import configurations
+from experiments.cli import main
 from experiments.base import REPEAT, PlanOptions
 from experiments.catalog import EXPERIMENTS
 from experiments.runner import jsonable

@@ -18,7 +18,7 @@ import pytest
 
 from test_cli import (AQMCTL, PORT, RED_ECN_PORT, aqmctl, controller_events, one_error_line,
                       overload, state, switch_aqm_params, switch_entries, write_config)
-from waiting import wait_for
+from support.waiting import wait_for
 from control_plane import fixedpoint as fp
 
 pytestmark = [pytest.mark.p4, pytest.mark.root]

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from experiments import sweep
-from experiments.__main__ import main
+from experiments.cli import main
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
 from experiments.runner import jsonable

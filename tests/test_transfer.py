@@ -13,9 +13,9 @@ import threading
 import pytest
 
 from experiments.transfer import Handler, Server
-from loopback import free_port
+from support.loopback import free_port
 from test_interrupt import REPO
-from waiting import wait_for
+from support.waiting import wait_for
 
 SIZE = 200_000
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.loopback import free_port
+from support.loopback import free_port
 from transport import endpoint, wire
 from transport.reno import Reassembly, RenoConfig, RenoSender, Response
 from transport.scalable import ALPHA_GAIN, ScalableSender, make_sender

@@ -7,7 +7,7 @@ The disc is a child of TwinQueueDisc, which keeps pacing the link: a packet's so
 still its wait for service. Each is given our configuration's parameters (the attributes
 below); where ns-3 keeps parameters of its own (RED's MeanPktSize and LinkBandwidth, its
 idle rule; CoDel's MinBytes, its clock; PIE's burst allowance rules, its dequeue-rate
-estimator off), tests/ns3_oracle.py and docs/testing.md name how they differ. Telemetry
+estimator off), tests/support/ns3_oracle.py and docs/testing.md name how they differ. Telemetry
 has the depth found, the sojourn and the codepoint, not the algorithm's state (ns-3 keeps
 it private); the counters are the disc's own statistics: drops by reason, marks.
 """

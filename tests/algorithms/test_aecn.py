@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import pytest
 from scapy.layers.l2 import Ether
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
                          five_tuple, group_counts, programs, replay, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.aecn import AecnModel, parse_rules
@@ -25,8 +25,8 @@ from control_plane.dataplane import CPU_PORT, Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortModel
 from control_plane.rtt_tracker import RttTrackerModel, TcpSegment
 from control_plane.profiles import ALL
-from traffic import HOSTS, paced, tcp_segment, udp_packet
-from waiting import running, wait_for_async
+from support.traffic import HOSTS, paced, tcp_segment, udp_packet
+from support.waiting import running, wait_for_async
 
 ROBUST, AVERAGE, FRAGILE = 0, 1, 2
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
                          marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
@@ -15,8 +15,8 @@ from control_plane.aqm import Blue, ConfigError, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
 from control_plane.profiles import ALL
-from modeling import run_model
-from traffic import paced
+from support.modeling import run_model
+from support.traffic import paced
 
 
 @pytest.mark.parametrize("aqm, message", [

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance import (PATTERN, PORT, RATE_PPS, Contract, check_against_model,
+from support.conformance import (PATTERN, PORT, RATE_PPS, Contract, check_against_model,
                          check_ecn_rules, programs, run_pattern, tally)
 from control_plane.algorithms.base import Link
 from control_plane.algorithms.codel import (ABOVE, AFTER_DROP, AFTER_ENTRY, AFTER_MARK,
@@ -18,8 +18,8 @@ from control_plane.algorithms.codel import (ABOVE, AFTER_DROP, AFTER_ENTRY, AFTE
 from control_plane.aqm import Codel, ConfigError, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
-from modeling import run_model
-from traffic import paced
+from support.modeling import run_model
+from support.traffic import paced
 
 
 @pytest.mark.parametrize("aqm, message", [

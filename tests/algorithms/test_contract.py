@@ -1,5 +1,5 @@
 """What every algorithm of the registry shows on the switch, one test each, parametrised over
-the registry: each algorithm's test file declares its Contract (tests/conformance.py) in
+the registry: each algorithm's test file declares its Contract (tests/support/conformance.py) in
 CONTRACTS, and an algorithm without one fails here.
 
 - A bad configuration is refused with its reason, and the switch's tables stay as a good
@@ -15,12 +15,12 @@ import importlib
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_draws_uniform,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_draws_uniform,
                          check_refused_without_writes, run_pattern)
 from control_plane.algorithms import ALGORITHMS
 from control_plane.algorithms.base import Link
 from control_plane.aqm import PortConfig
-from testbeds import hosts_testbed, routed_switch
+from support.testbeds import hosts_testbed, routed_switch
 
 
 def module_of_tests(action: str) -> str:

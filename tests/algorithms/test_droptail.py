@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, programs, run_pattern,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, programs, run_pattern,
                          tally)
 from control_plane.algorithms.base import Link
 from control_plane.aqm import ConfigError, DropTail, PortConfig
 from control_plane.dataplane import Outcome, Region
 from control_plane.profiles import ALL
-from modeling import arrivals, run_model
+from support.modeling import arrivals, run_model
 
 
 @pytest.mark.parametrize("limit", [0, -3, 2.5, True], ids=["zero", "negative", "fraction", "bool"])

@@ -12,7 +12,7 @@ from dataclasses import fields
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, all_entries, check_against_model,
+from support.conformance import (PORT, RATE_PPS, Contract, all_entries, check_against_model,
                          check_ecn_rules, check_refused_without_writes, group_counts, programs,
                          run_pattern, tally)
 from control_plane.algorithms.base import Link, QueueSetting
@@ -21,8 +21,8 @@ from control_plane.aqm import ConfigError, DualPi2, Pi2, PortConfig, change
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival, PortCounters
 from control_plane.profiles import ALL
-from modeling import run_model
-from traffic import paced
+from support.modeling import run_model
+from support.traffic import paced
 
 TUPDATE_US = 16_000
 

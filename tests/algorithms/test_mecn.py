@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
                          check_wait_branches, marks_follow_pa, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.aqm import ConfigError, Mecn, PortConfig
 from control_plane.dataplane import Ecn, Outcome, Region
-from modeling import arrivals, run_model
+from support.modeling import arrivals, run_model
 
 
 @pytest.mark.parametrize("aqm, message", [

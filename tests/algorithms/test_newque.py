@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
                          marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
@@ -16,8 +16,8 @@ from control_plane.algorithms.newque import rate_table
 from control_plane.aqm import ConfigError, Newque, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
-from modeling import arrivals, run_model
-from traffic import paced
+from support.modeling import arrivals, run_model
+from support.traffic import paced
 
 
 @pytest.mark.parametrize("aqm, message", [

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
                          marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
@@ -16,7 +16,7 @@ from control_plane.aqm import ConfigError, Pi, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
 from control_plane.profiles import ALL
-from modeling import run_model
+from support.modeling import run_model
 
 INTERVAL_US = 5882   # 1/170 s
 

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
                          group_counts, marks_follow_probability, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
@@ -18,7 +18,7 @@ from control_plane.aqm import ConfigError, Pi2, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
 from control_plane.golden import Arrival
 from control_plane.profiles import ALL
-from modeling import check_updates_on_grid, departures, run_model
+from support.modeling import check_updates_on_grid, departures, run_model
 
 TUPDATE_US = 16_000
 

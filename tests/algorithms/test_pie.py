@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import (PATTERN, PORT, RATE_PPS, Contract, check_against_model,
+from support.conformance import (PATTERN, PORT, RATE_PPS, Contract, check_against_model,
                          check_ecn_rules, marks_follow_probability, programs, run_pattern,
                          tally)
 from control_plane import fixedpoint as fp
@@ -21,7 +21,7 @@ from control_plane.algorithms.base import Link
 from control_plane.algorithms.pie import PieModel, idle_orbit, idle_update
 from control_plane.aqm import ConfigError, Pie, PortConfig
 from control_plane.dataplane import Ecn, Event, Outcome, Region
-from modeling import check_updates_on_grid, departures, run_model
+from support.modeling import check_updates_on_grid, departures, run_model
 
 P4_FILE = Path(__file__).parents[2] / "p4src" / "include" / "aqm" / "pie.p4"
 TUPDATE_US = 15_000

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
+from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_ecn_rules,
                          check_wait_branches, marks_follow_pa, programs, run_pattern, tally)
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
@@ -17,7 +17,7 @@ from control_plane.algorithms.red import Ramp, decay, ewma, fires, idle_decay
 from control_plane.aqm import ConfigError, Ecnm, PortConfig, Red, RedEcn
 from control_plane.dataplane import Ecn, Outcome, Region
 from control_plane.golden import Arrival, PortModel, xorshift32
-from modeling import arrivals, run_model
+from support.modeling import arrivals, run_model
 
 WQ = 0.1  # the average follows the queue within ~10 packets, so one run sweeps it
 LIMIT = 35

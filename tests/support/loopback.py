@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.waiting import wait_for
+from support.waiting import wait_for
 
 needs_iperf3 = pytest.mark.skipif(
     shutil.which("iperf3") is None or shutil.which("ss") is None,

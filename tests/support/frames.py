@@ -7,7 +7,7 @@ import random
 import struct
 
 from control_plane.forwarding import ETHERNET_BYTES, Route, csum16, mac_bytes
-from traffic import HOSTS
+from support.traffic import HOSTS
 
 ROUTES = [Route(f"{h.ip}/32", port, h.gateway_mac, h.mac) for port, h in HOSTS.items()]
 

@@ -16,7 +16,7 @@ free (CoDel decides there); a server that finds the queue disc empty asks again 
 service time, as ns-3's devices do, which starts RED's idle time and ends CoDel's dropping
 state.
 
-    from ns3_oracle import poisson, run_red, run_codel, run_pie
+    from support.ns3_oracle import poisson, run_red, run_codel, run_pie
     trace = poisson(n=5000, pps=1000.0, load=1.1, seed=1)
     red = run_red(trace, minth=5, maxth=15, maxp=0.1, wq=0.002, wait=True, ecn=True)
     red.avg[i], red.packets[i].reason                 # after packet i's arrival
@@ -32,54 +32,26 @@ differ from the RFCs, are listed at run_codel and run_pie.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.ns3.loader import QUEUE_DISCS, Ns3Unavailable
+from experiments.ns3.loader import load as load_ns3
+
+__all__ = ["Ns3Unavailable", "load", "poisson", "bursts", "idle_gaps", "rate_step",
+           "run_red", "run_codel", "run_pie"]
 DRIVER = Path(__file__).with_suffix(".cc")
-NS3_VERSION = "3.44"
-# The libraries the queue discs need, in load order.
-LIBRARIES = ("core", "network", "stats", "traffic-control")
 # A queue disc limit no trace reaches: every drop is the algorithm's.
 UNLIMITED = "1000000p"
 ECT0 = 2
 
 
-class Ns3Unavailable(RuntimeError):
-    """ns-3 or a C++ compiler for the driver is missing; the message says which."""
-
-
-@functools.cache
 def load():
-    """The compiled driver's namespace (cppyy), loaded once per process."""
-    try:
-        import cppyy
-    except Exception as err:       # ImportError, or cppyy-cling failing to start
-        raise Ns3Unavailable(f"needs cppyy (pip install -e '.[test]' installs it with the "
-                             f"ns3 wheel): {err}") from None
-    spec = importlib.util.find_spec("ns3")
-    if spec is None or not spec.submodule_search_locations:
-        raise Ns3Unavailable("needs PyPI's ns3 wheel (pip install -e '.[test]'; Linux x86-64, "
-                             "Python 3.10-3.13)")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    try:
-        cppyy.add_include_path(str(root / "include"))
-        for name in LIBRARIES:
-            cppyy.load_library(str(root / "lib64" / f"libns{NS3_VERSION}-{name}.so"))
-        if not cppyy.cppdef(DRIVER.read_text()):
-            raise Ns3Unavailable(f"cppyy could not compile {DRIVER.name}")
-    except Ns3Unavailable:
-        raise
-    except Exception as err:
-        lines = str(err).splitlines() or [type(err).__name__]
-        first = next((line for line in lines if "error:" in line), lines[0])
-        raise Ns3Unavailable(f"cannot load ns-{NS3_VERSION} from {root} or compile "
-                             f"{DRIVER.name} (the C++ standard library headers come with "
-                             f"g++): {first.strip()}") from None
-    return cppyy.gbl.p4aqm_ns3
+    """The compiled driver's namespace (cppyy), loaded once per process, with only the
+    libraries the queue discs need (experiments/ns3/loader.py says why it cannot)."""
+    return load_ns3(DRIVER, QUEUE_DISCS).p4aqm_ns3
 
 
 # ----- traces ------------------------------------------------------------------------------

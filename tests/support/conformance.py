@@ -33,8 +33,8 @@ from control_plane.profiles import ALL
 from control_plane.switch import AqmSwitch
 from control_plane.telemetry import TelemetryRecord
 from topologies.testbed import Testbed
-from traffic import ECN_CYCLE, HOSTS, ipv4_header_checksum_ok, paced, send_paced, udp_packet
-from waiting import running
+from support.traffic import ECN_CYCLE, HOSTS, ipv4_header_checksum_ok, paced, send_paced, udp_packet
+from support.waiting import running
 
 PORT = 2
 RATE_PPS = 200

@@ -12,7 +12,7 @@ import pytest
 from control_plane import toolchain
 from control_plane.switch import AqmSwitch
 from topologies.testbed import Testbed
-from traffic import HOSTS
+from support.traffic import HOSTS
 
 
 def skip_reason_for_switch() -> str | None:

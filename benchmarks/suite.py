@@ -1,0 +1,255 @@
+"""What the benchmarks measure: the cases (each algorithm's configuration that keeps it fully
+on without dropping, the sweeps), the peers' programs, the older revision's and the
+profiles' builds, and the runs that count instructions, CPU time and where they go
+(python -m benchmarks runs them; benchmarks/report.py prints them)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import finsy as fy
+
+from benchmarks import dataplane, instructions, phase, profile
+from benchmarks.dataplane import Case, compile_apart
+from control_plane import toolchain
+from control_plane.algorithms.base import Link
+from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn, Newque, Pi,
+                              Pi2, Pie, Red, RedEcn, Rem)
+from control_plane.build import REPO, Artifacts
+from control_plane.profiles import ALL, NEEDS, NO_AQM, Profile
+from benchmarks.report import GOAL, console
+
+# Parameters that leave the AQM fully on but never let it drop: the cost is the decision.
+BIG = dict(limit=100_000)
+ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG),
+              "red_gentle": Red(gentle=True, **BIG), "red_ecn": RedEcn(**BIG),
+              "ecnm": Ecnm(**BIG), "mecn": Mecn(**BIG),
+              # NEWQUE's capacity must fit its rate format; the load never reaches it.
+              "newque": Newque(capacity=60_000.0, **BIG), "blue": Blue(**BIG), "pi": Pi(**BIG),
+              "rem": Rem(**BIG),
+              # The measured RTT first, the table when there is none: UDP (and TCP until
+              # both legs are sampled) is classified by the table.
+              "aecn": Aecn(groups="sport:1024=fragile", **BIG),
+              "codel": Codel(**BIG), "pie": Pie(**BIG), "pi2": Pi2(**BIG),
+              # ECT(0) frames: the classic queue; dualpi2-l4s below sends ECT(1).
+              "dualpi2": DualPi2(**BIG)}
+
+
+# The sweeps' points beyond the 1-port, 1-flow cases (64 ports: the idle-decay table's
+# 65 536 entries hold 64 RED ports).
+PORT_SWEEP = (2, 4, 8, 16, 32, 64)
+FLOW_SWEEP = (100, 10_000, 100_000)
+
+
+PEER_ALGORITHM = re.compile(r"#\s*algorithm:\s*(\S+)\s*$")
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Another compiled program: its runtime commands (simple_switch_CLI), and the algorithm
+    of ours it runs, if its commands name one (`# algorithm: codel`): the fair comparison."""
+
+    commands: tuple[str, ...]
+    algorithm: str | None = None
+
+
+def cases(quick: bool, peers: dict[str, Peer] | None = None) -> list[Case]:
+    sizes = (64,) if quick else (64, 1500)
+    out = []
+    for size in sizes:
+        out.append(Case(f"trivial-{size}B", "trivial", frame_bytes=size))
+        out += [Case(f"{name}-{size}B", name, frame_bytes=size, commands=peer.commands)
+                for name, peer in (peers or {}).items()]
+        out.append(Case(f"no_aqm-{size}B", "p4aqm", frame_bytes=size))
+        for name, aqm in ALGORITHMS.items():
+            out.append(Case(f"{name}-{size}B", "p4aqm", aqm, frame_bytes=size))
+        # TCP with timestamps: the RTT tracker's keys and lookups on every packet (one
+        # direction, one TSval: it takes no samples).
+        out.append(Case(f"aecn-tcp-{size}B", "p4aqm", ALGORITHMS["aecn"], frame_bytes=size,
+                        tcp_timestamps=True))
+        # ECT(1): DualPI2's L queue (the ingress classification, and the charge's clone
+        # through the classic queue and egress for every packet).
+        out.append(Case(f"dualpi2-l4s-{size}B", "p4aqm", ALGORITHMS["dualpi2"],
+                        frame_bytes=size, ecn=1))
+    if not quick:
+        # AQM ports, each carrying its share of the traffic (one flow per port).
+        for ports in PORT_SWEEP:
+            out.append(Case(f"red_ecn-64B-{ports}ports", "p4aqm", ALGORITHMS["red_ecn"],
+                            egress_ports=ports, flows=ports))
+        # Flows through AECN's RTT tracker (per-flow state): TCP with timestamps.
+        for flows in FLOW_SWEEP:
+            out.append(Case(f"aecn-tcp-64B-{flows}flows", "p4aqm", ALGORITHMS["aecn"],
+                            flows=flows, tcp_timestamps=True))
+    return out
+
+
+def algorithm_of(case: Case) -> str:
+    """The aqm_config action a p4aqm case runs ("none" without AQM)."""
+    return case.aqm.action if case.aqm is not None else NO_AQM
+
+
+def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None) -> list[Case]:
+    """Each p4aqm case, followed by the same case on its algorithm's one-algorithm profile
+    (named case@profile); with `chosen`, only the p4aqm cases of those algorithms (none:
+    without AQM), and every other program's."""
+    out = []
+    for case in all_cases:
+        if case.program != "p4aqm":
+            out.append(case)
+            continue
+        algorithm = algorithm_of(case)
+        if chosen is None or algorithm in chosen:
+            out += [case, replace(case, name=f"{case.name}@{algorithm}", profile=algorithm)]
+    return out
+
+
+def algorithm_list(text: str) -> frozenset[str] | None:
+    """--profiles' list: algorithms, none for the cases without AQM; all (None): every one.
+    An unknown name or an empty list is a ConfigError (Profile.parse's)."""
+    Profile.parse(text)
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    return None if ALL in names else names
+
+
+def tracing_fallback() -> Path | None:
+    """The default build's simple_switch_grpc, if it writes a trace (the benchmark often
+    runs one without logging macros)."""
+    candidate = toolchain.DEFAULT_BIN / "simple_switch_grpc"
+    if candidate.is_file() and dataplane.bmv2_logging_macros(str(candidate)):
+        return candidate
+    return None
+
+
+# A peer's commands name the algorithm of ours it runs in a comment line of their own.
+def peer_of(text: str, where: str) -> Peer:
+    """A NAME.commands file's commands (comments and blank lines left out) and the
+    algorithm it names; an algorithm we do not have is a SystemExit naming it."""
+    commands, algorithm = [], None
+    for line in text.splitlines():
+        named = PEER_ALGORITHM.match(line.strip())
+        if named:
+            algorithm = named.group(1)
+            if algorithm not in NEEDS:
+                raise SystemExit(f"{where}: unknown algorithm {algorithm!r}; valid: "
+                                 f"{', '.join(NEEDS)}")
+        command = line.split("//")[0].strip()
+        if command and not command.startswith("#"):
+            commands.append(command)
+    return Peer(tuple(commands), algorithm)
+
+
+def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, Peer]:
+    """Each peer's runtime commands and algorithm, by name; every peer must be compiled
+    (JSON, P4Info), and its artifacts go into `artifacts`."""
+    peers = {}
+    for commands in sorted(folder.glob("*.commands")):
+        name = commands.stem
+        artifacts[name] = Artifacts.in_folder(folder, name)
+        if name in ("trivial", "p4aqm") or not artifacts[name].exist():
+            raise SystemExit(f"--peers {folder}: {name} needs {name}.json, {name}.p4info.txtpb "
+                             f"and {name}.p4info.bin beside {commands.name} (and another name "
+                             "than trivial or p4aqm)")
+        peers[name] = peer_of(commands.read_text(), str(commands))
+    if not peers:
+        raise SystemExit(f"--peers {folder}: no NAME.commands there")
+    return peers
+
+
+def head_to_head(counted: dict[str, dict], peers: dict[str, Peer]) -> list[dict]:
+    """Each peer that names an algorithm against ours running it, on "all" and on its
+    one-algorithm profile (None where the run did not count that case), at 64 B."""
+    def count(case: str) -> float | None:
+        return counted[case]["instructions_per_packet"] if case in counted else None
+    rows = []
+    for name, peer in peers.items():
+        if peer.algorithm is None:
+            continue
+        theirs = count(f"{name}-64B")
+        ours_all = count(f"{peer.algorithm}-64B")
+        ours_profile = count(f"{peer.algorithm}-64B@{peer.algorithm}")
+        rows.append({"algorithm": peer.algorithm, "peer": name, "peer_instructions": theirs,
+                     "ours_all": ours_all, "ours_profile": ours_profile,
+                     "profile_vs_peer": ours_profile / theirs if ours_profile and theirs
+                     else None})
+    return rows
+
+
+def runs_on(case: Case, program: Artifacts) -> bool:
+    """Does the compiled program take the case's aqm_config action as this tree writes it
+    (an older revision may predate the algorithm, or a parameter of it)?"""
+    if case.aqm is None:
+        return True
+    action = case.aqm.encode(Link(100_000.0)).action
+    try:
+        known = {param.name for param in fy.P4Schema(program.p4info_txt).actions[action.name].params}
+    except (KeyError, ValueError):
+        return False
+    return set(action.params) <= known
+
+
+def compile_revision(revision: str, folder: Path, profile: Profile) -> Artifacts:
+    """p4src/ as it is in a git revision of this repository, compiled as `profile` (a
+    revision before profiles compiles whole, whatever the profile)."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", revision, "p4src"],
+                             capture_output=True)
+    if archive.returncode != 0:
+        raise SystemExit(f"--compare {revision}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    phase(f"compiling {revision}'s {profile.name}")
+    return compile_apart(folder / "build", folder / "p4src" / "main.p4", profile=profile)
+
+
+def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
+             ceiling: float) -> list[dict]:
+    results = []
+    for case in all_cases:
+        phase(f"data plane: {case.name}")
+        result = dataplane.measure(case, artifacts, work, ceiling)
+        trials = result["cpu_us_per_packet_trials"]
+        # Half the range of the three trials, against their median.
+        result["spread_percent"] = 50 * (max(trials) - min(trials)) / result["cpu_us_per_packet"]
+        results.append(result)
+        console.print(f"{case.name:28s} {result['pps']:>8} packets/s")
+    trivial = {r["frame_bytes"]: r for r in results if r["program"] == "trivial"}
+    for r in results:
+        base = trivial[r["frame_bytes"]]
+        # Capacity ratio: the trivial program's CPU per packet over this one's.
+        r["ratio_to_trivial"] = base["cpu_us_per_packet"] / r["cpu_us_per_packet"]
+        r["loss_free_ratio_to_trivial"] = r["pps"] / base["pps"] if base["pps"] else None
+        r["goal_met"] = r["ratio_to_trivial"] >= GOAL
+    return results
+
+
+def programmer(case: Case, artifacts: dict[str, Artifacts]):
+    """What loads the switch for one case (the instruction count's and the profile's)."""
+    return lambda bed: dataplane.program_switch(bed, case, artifacts)
+
+
+def count_instructions(all_cases: list[Case], artifacts: dict[str, Artifacts],
+                       work: Path) -> dict[str, dict]:
+    counted = {}
+    for case in all_cases:
+        phase(f"instructions: {case.name}")
+        counted[case.name] = instructions.measure(
+            case.name, work, (1, 2), dataplane.frames(case) * instructions.PACKETS,
+            programmer(case, artifacts), case.priority_queues)
+        console.print(f"{case.name:28s} {counted[case.name]['instructions_per_packet']:>9.0f}"
+                      " instructions/packet")
+    base = counted["trivial-64B"]["instructions_per_packet"]
+    for r in counted.values():
+        r["ratio_to_trivial"] = base / r["instructions_per_packet"]
+    return counted
+
+
+def profile_cases(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
+                  binary: Path) -> dict[str, dict]:
+    traced = {}
+    for case in all_cases:
+        phase(f"trace profile: {case.name}")
+        traced[case.name] = profile.measure(case.name, work, binary, dataplane.frames(case),
+                                            programmer(case, artifacts), case.priority_queues)
+    return traced
