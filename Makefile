@@ -31,7 +31,7 @@ EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7 e8 e9
 
 ## setup: install Debian packages and the Python environment, then build the P4 program;
 ##        P4LANG=1 also installs p4c and BMv2, before the build, from p4lang's packages where
-##        p4lang publishes them (control_plane/p4lang_packages.py); without it only apt's
+##        p4lang publishes them (tooling/p4lang_packages.py); without it only apt's
 ##        usual sources and PyPI are contacted
 setup:
 	@if command -v "$(PYTHON)" > /dev/null; then $(PYTHON_OK); fi
@@ -45,9 +45,9 @@ setup:
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,sweep,docs]'
 ifeq ($(P4LANG),1)
-	$(PY) -m control_plane.p4lang_packages
+	$(PY) -m tooling.p4lang_packages
 endif
-	@if $(PY) -c 'import sys; from control_plane import toolchain; sys.exit(toolchain.find("p4c") is None)'; then \
+	@if $(PY) -c 'import sys; from tooling import toolchain; sys.exit(toolchain.find("p4c") is None)'; then \
 	  $(MAKE) --no-print-directory build; \
 	else \
 	  echo "p4c not found: skipping 'make build' (see docs/install.md, 'Installing p4c and BMv2')"; \
@@ -60,11 +60,11 @@ ifeq ($(ALGORITHMS),)
 build: $(BUILD)/p4aqm.json
 else
 build:
-	$(PY) -m control_plane.build --out $(BUILD) --algorithms $(ALGORITHMS)
+	$(PY) -m tooling.build --out $(BUILD) --algorithms $(ALGORITHMS)
 endif
 
-$(BUILD)/p4aqm.json: $(P4SRC) control_plane/build.py control_plane/profiles.py $(wildcard control_plane/algorithms/*.py)
-	$(PY) -m control_plane.build --out $(BUILD)
+$(BUILD)/p4aqm.json: $(P4SRC) tooling/build.py tooling/generate.py control_plane/profiles.py $(wildcard control_plane/algorithms/*.py)
+	$(PY) -m tooling.build --out $(BUILD)
 
 ## test: unit tests always; P4 tests when the toolchain is present (skips say why)
 test:

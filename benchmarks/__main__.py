@@ -38,8 +38,9 @@ from benchmarks.report import console, print_tables
 from benchmarks.suite import (algorithm_list, cases, compile_revision, count_instructions,
                               cpu_time, head_to_head, load_peers, profile_cases, runs_on,
                               tracing_fallback, with_profiles)
-from control_plane import bmv2, toolchain
-from control_plane.build import Artifacts
+from control_plane import bmv2
+from tooling import toolchain
+from control_plane.program import Artifacts
 from control_plane.profiles import ALL, Profile
 from control_plane.values import ConfigError
 from experiments.versions import machine, tool_versions

@@ -15,7 +15,7 @@ from pathlib import Path
 import finsy as fy
 
 from control_plane.aqm import DropTail, PortConfig, Red
-from control_plane.build import Artifacts
+from control_plane.program import Artifacts
 from control_plane.controller import Controller, LoopSpec, PortView, Route
 from control_plane.dataplane import Ecn
 from control_plane.golden import Arrival, PortModel

@@ -27,7 +27,7 @@ from scapy.utils import wrpcap
 
 from control_plane.algorithms.base import Link
 from control_plane.aqm import Aqm, PortConfig
-from control_plane.build import MAIN_P4, REPO, Artifacts, CompileError
+from tooling.build import MAIN_P4, REPO, Artifacts, CompileError
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from control_plane.switch import AqmSwitch
 from topologies.cleanup import run_apart, run_interruptible
@@ -209,10 +209,10 @@ def compile_trivial(folder: Path) -> Artifacts:
 
 
 def compile_apart(out: Path, source: Path = MAIN_P4, profile: Profile = ALL_PROFILE) -> Artifacts:
-    """control_plane.build.compile_program in a process group of its own, ended whole if
+    """tooling.build.compile_program in a process group of its own, ended whole if
     the benchmark is interrupted (p4c's driver runs the preprocessor and the compiler as
     processes of their own, which outlive it)."""
-    code = ("import sys; from pathlib import Path; from control_plane.build import "
+    code = ("import sys; from pathlib import Path; from tooling.build import "
             "CompileError, compile_program; from control_plane.profiles import Profile\n"
             "try: print(compile_program(Path(sys.argv[1]), Path(sys.argv[2]), "
             "profile=Profile.parse(sys.argv[3])).bmv2_json)\n"

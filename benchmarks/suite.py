@@ -14,11 +14,12 @@ import finsy as fy
 
 from benchmarks import dataplane, instructions, phase, profile
 from benchmarks.dataplane import Case, compile_apart
-from control_plane import toolchain
+from tooling import toolchain
 from control_plane.algorithms.base import Link
 from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn, Newque, Pi,
                               Pi2, Pie, Red, RedEcn, Rem)
-from control_plane.build import REPO, Artifacts
+from control_plane.program import Artifacts
+from tooling.build import REPO
 from control_plane.profiles import ALL, NEEDS, NO_AQM, Profile
 from benchmarks.report import GOAL, console
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from control_plane import toolchain
+from tooling import toolchain
 from control_plane.dataplane import CPU_PORT
 
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")

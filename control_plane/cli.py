@@ -152,7 +152,7 @@ def serve_cmd(ctx: click.Context, config: Path, state_dir: Path | None, fresh: b
     import logging
     import signal
 
-    from control_plane import toolchain
+    from tooling import toolchain
     from control_plane.api_client import serving_elsewhere
     from control_plane.config_file import load_controller, state_file
     from control_plane.state import StateError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from control_plane.aqm import ConfigError, DropTail, PortConfig, change, parse_value, shown_input
 from control_plane.bmv2 import QueueControl
-from control_plane.build import Artifacts
+from control_plane.program import Artifacts
 from control_plane.controller import (Controller, LoopSpec, PortView, Route, check_route,
                                       l2_table)
 from control_plane.state import StateFile, state_path

@@ -33,12 +33,12 @@ from control_plane.algorithms.base import QueueSetting
 from control_plane.aqm import (DEFAULT_LIMIT, PORT_FIELDS, Aqm, ConfigError, DropTail, Ecnm,
                                Mecn, PortConfig, Red, RedEcn, change, shown_input)
 from control_plane.bmv2 import QueueControl, SwitchError, queue_commands
-from control_plane.build import Artifacts
+from control_plane.program import Artifacts
 from control_plane.forwarding import Route
 from control_plane.golden import PortCounters
 from control_plane.state import Holder, StateError, StateFile
 from control_plane.switch import ADOPTED, PUSHED, RECONNECT_PAUSE, AqmSwitch, Fatal
-from control_plane.toolchain import ToolMissing
+from tooling.toolchain import ToolMissing
 from control_plane.telemetry import TelemetryRecord
 
 LOG = logging.getLogger("p4aqm.controller")

@@ -27,7 +27,7 @@ from finsy.switch import SwitchFailFastError
 
 from control_plane import dataplane as dp
 from control_plane.aqm import TABLE_ENTRIES, ConfigError, PortConfig, PortProgram
-from control_plane.build import Artifacts
+from control_plane.program import Artifacts
 from control_plane.forwarding import Route
 from control_plane.golden import PortCounters
 from control_plane.profiles import PRIORITY_QUEUES, Profile

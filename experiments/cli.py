@@ -19,8 +19,8 @@ from rich.table import Table
 
 from analysis import figures as docs_figures
 from analysis.results import run_metrics
-from control_plane import toolchain
-from control_plane.build import Artifacts
+from tooling import toolchain
+from control_plane.program import Artifacts
 from control_plane.profiles import Profile
 from experiments import factors, publish
 from experiments.base import REPEAT, TWIN_REPEAT, PlanOptions, configurations

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Sequence
 
 from control_plane.aqm import Aecn, Aqm, Newque, Pi
 from control_plane.algorithms.pi import hollot_gains
-from control_plane.build import DROP_AT
+from tooling.build import DROP_AT
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from experiments.ns3.native import has_native
 from experiments.spec import CONNECT_RTTS, TRANSPORTS, RunSpec
@@ -255,14 +255,14 @@ def _program(value: str) -> Callable[[RunSpec], RunSpec]:
 
 
 def drop_point(factors: tuple[tuple[str, str], ...]) -> str:
-    """Where the plan's program drops (control_plane.build's --drop-at): a factor that
+    """Where the plan's program drops (tooling.build's --drop-at): a factor that
     changes the compiled program rather than the runs."""
     return dict(factors).get("drop", "dequeue")
 
 
 def program(factors: tuple[tuple[str, str], ...], specs: Iterable[RunSpec],
             planned: Iterable[RunSpec] = ()) -> Profile:
-    """The plan's program (control_plane.build's --algorithms): the smallest build profile
+    """The plan's program (tooling.build's --algorithms): the smallest build profile
     that holds every run's algorithms; with --factor program=plan, every planned run's,
     `--only` leaving none out (a controlled run on its baseline's program); or "all"
     (--factor program=all). The other factor that changes the program, not the runs."""

@@ -9,7 +9,8 @@ import tempfile
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from control_plane.build import Artifacts, CompileError
+from control_plane.program import Artifacts
+from tooling.build import CompileError
 from control_plane.profiles import ALL, ALL_PROFILE, Profile
 from experiments import factors
 from experiments.spec import RunSpec, jsonable
@@ -52,10 +53,10 @@ def program(bmv2_json: Path) -> dict:
 
 def compile_in_session(out: Path, drop_at: str = "dequeue",
                        profile: Profile = ALL_PROFILE) -> Artifacts:
-    """control_plane.build into `out` itself, in a process group of its own, ended whole if
+    """tooling.build into `out` itself, in a process group of its own, ended whole if
     interrupted (p4c's driver runs the preprocessor and the compiler as processes of their
     own)."""
-    status, _, err = run_apart([sys.executable, "-m", "control_plane.build", "--into", str(out),
+    status, _, err = run_apart([sys.executable, "-m", "tooling.build", "--into", str(out),
                                 "--drop-at", drop_at, "--algorithms", profile.listed])
     if status != 0:
         raise CompileError(err.strip())

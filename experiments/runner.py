@@ -49,7 +49,8 @@ from pathlib import Path
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
 from control_plane.aqm import Aecn, Aqm, PortConfig
-from control_plane.build import REPO, Artifacts
+from control_plane.program import Artifacts
+from tooling.build import REPO
 from control_plane.controller import Controller, PortView, Route
 from control_plane.state import StateFile
 from experiments.connections import ConnectionSampler

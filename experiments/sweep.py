@@ -33,7 +33,7 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Callable
 
-from control_plane.build import Artifacts
+from control_plane.program import Artifacts
 from experiments.base import PlanOptions
 from experiments.runner import REPO, jsonable
 from experiments.spec import RunSpec

@@ -10,7 +10,7 @@ import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from control_plane.toolchain import find
+from tooling.toolchain import find
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("finsy", "scapy", "matplotlib", "ns3")

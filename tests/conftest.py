@@ -1,7 +1,7 @@
 """Fixtures: the compiled program, a switch in namespaces, a P4Runtime session.
 
 P4 tests skip, each saying why, when p4c or simple_switch_grpc is missing (see
-control_plane/toolchain.py for where they are looked up) or when not run as root.
+tooling/toolchain.py for where they are looked up) or when not run as root.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from control_plane import build, toolchain
-from control_plane.build import Artifacts, compile_program
+from tooling import build, toolchain
+from control_plane.program import Artifacts
+from tooling.build import compile_program
 from control_plane.profiles import ALL, Profile
 from support.testbeds import hosts_testbed, routed_switch, skip_reason_for_switch
 
@@ -54,7 +55,7 @@ def artifacts(tmp_path_factory):
 
 
 class ProfileBuilds:
-    """Build profiles compiled once per session, each as `python -m control_plane.build
+    """Build profiles compiled once per session, each as `python -m tooling.build
     --algorithms NAMES --out ROOT` compiles it (into ROOT/profiles/<name>/): the build
     tests check what it made, switches run it."""
 
@@ -66,7 +67,7 @@ class ProfileBuilds:
         profile = Profile.parse(algorithms)
         if profile.name not in self._built:
             if build.main(["--out", str(self.root), "--algorithms", algorithms]) != 0:
-                pytest.fail(f"python -m control_plane.build --algorithms {algorithms} "
+                pytest.fail(f"python -m tooling.build --algorithms {algorithms} "
                             "failed (its error is in the captured stderr)")
             self._built[profile.name] = Artifacts.in_folder(profile.folder(self.root))
         return self._built[profile.name]

@@ -102,8 +102,9 @@ def test_the_page_adds_its_example_in_four_files_and_one_registry_line(tmp_path)
     module = Path(written[1]).stem
     shown = run(tree, "-c", "from control_plane.algorithms import ALGORITHMS\n"
                             "from control_plane.profiles import Profile\n"
+                            "from tooling.generate import profile_header\n"
                             f"name = [a for a, c in ALGORITHMS.items() if c.__module__.endswith('.{module}')][0]\n"
-                            "print(name, list(ALGORITHMS)[-1], Profile.parse(name).p4_profile())",
+                            "print(name, list(ALGORITHMS)[-1], profile_header(Profile.parse(name)))",
                 timeout=60)
     assert shown.returncode == 0, shown.stderr
     name, last, generated = shown.stdout.split(" ", 2)

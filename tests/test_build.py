@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from control_plane import toolchain
-from control_plane.build import Artifacts, CompileError, compile_program, main
+from tooling import toolchain
+from control_plane.program import Artifacts
+from tooling.build import CompileError, compile_program, main
 from control_plane.profiles import Profile
 
 pytestmark = pytest.mark.p4

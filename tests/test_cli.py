@@ -22,7 +22,7 @@ from support.frames import ipv4_frame, udp_payload, with_checksum
 from support.traffic import HOSTS, paced, send_paced, sending, udp_packet
 from support.waiting import wait_for
 from control_plane import fixedpoint as fp
-from control_plane import toolchain
+from tooling import toolchain
 from control_plane.api_client import ApiClient
 from control_plane.dataplane import Ecn
 

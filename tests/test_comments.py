@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from control_plane.profiles import ALL_PROFILE, Profile
+from tooling.generate import profile_header
 
 REPO = Path(__file__).resolve().parent.parent
 P4SRC = REPO / "p4src"
@@ -60,7 +61,7 @@ def p4_names() -> frozenset[str]:
             names |= set(re.findall(r"\b[A-Za-z_]\w*\b", (P4INCLUDE / lib).read_text()))
     for profile, enqueue in ((ALL_PROFILE, False), (ALL_PROFILE, True),
                              (Profile.parse("none"), False)):
-        names |= set(re.findall(r"#define (\w+)", profile.p4_profile(enqueue)))
+        names |= set(re.findall(r"#define (\w+)", profile_header(profile, enqueue)))
     return frozenset(names)
 
 

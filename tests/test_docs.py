@@ -62,7 +62,7 @@ def pages(folder: Path, index: str, page: str) -> Path:
 
 def test_pages_that_name_existing_files_and_pages_build(tmp_path):
     good = pages(tmp_path / "good", "[the page](page.md#a-section), `control_plane/aqm.py`",
-                 "`tests/algorithms/test_<name>.py`, `red.p4`, `control_plane.p4lang_packages`"
+                 "`tests/algorithms/test_<name>.py`, `red.p4`, `tooling.p4lang_packages`"
                  "\n\n```sh\n.venv/bin/python -m experiments run demo\n```")
     result = sphinx(good, tmp_path / "out")
     assert result.returncode == 0, result.stderr
@@ -134,3 +134,24 @@ def test_the_licence_file_is_the_one_pyproject_declares():
     assert declared == "Apache-2.0"
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text
+
+
+def test_the_repository_map_names_every_file_of_the_packages():
+    """docs/layout.md names each module of the project's packages (by file name, or for a
+    package's algorithm and experiment modules, its listed stem) and each P4 file."""
+    repo = Path(__file__).resolve().parent.parent
+    page = (repo / "docs" / "layout.md").read_text()
+    named = set(re.findall(r"[\w./-]+", page))
+    missing = []
+    for package in ("control_plane", "tooling", "topologies", "transport", "experiments",
+                    "analysis", "benchmarks", "p4src"):
+        for path in sorted((repo / package).rglob("*")):
+            if path.suffix not in (".py", ".p4", ".cc") or path.name == "__init__.py" \
+                    and path.parent.name != "algorithms":
+                continue
+            if path.parent.name == "algorithms" and path.suffix == ".py" \
+                    and path.name not in ("__init__.py", "base.py", "pi_core.py"):
+                continue        # the registry's modules: `control_plane/algorithms/*.py`
+            if not ({path.name, path.stem, str(path.relative_to(repo))} & named):
+                missing.append(str(path.relative_to(repo)))
+    assert not missing, f"docs/layout.md does not name {missing}"

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from support.conformance import PORT, QUEUE_DEPTH, RATE_PPS, run_pattern
-from control_plane import toolchain
+from tooling import toolchain
 from control_plane.aqm import PortConfig, RedEcn
 from control_plane.algorithms.droptail import DropTail
-from control_plane.build import compile_program
+from tooling.build import compile_program
 from control_plane.dataplane import Ecn, Outcome
 from support.traffic import ipv4_header_checksum_ok, paced
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import finsy as fy
 import pytest
 
-from control_plane import toolchain
+from tooling import toolchain
 from control_plane.profiles import PROFILE_FILE, Profile
 from experiments.programs import (ResumeError, compile_in_session, finished, plan_program,
                                   resumable)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from control_plane import toolchain
-from control_plane.p4lang_packages import (
+from tooling import toolchain
+from tooling.p4lang_packages import (
     CommandFailed, Distribution, OsReleaseError, main, parse_os_release, plan, read_distribution,
     run,
 )
@@ -404,7 +404,7 @@ def test_make_setup_p4lang_1_runs_the_module_between_the_venv_and_the_build():
     made = make_dry_run("setup", "P4LANG=1")
     assert made.returncode == 0, made.stderr
     lines = made.stdout.splitlines()
-    module = lines.index(".venv/bin/python -m control_plane.p4lang_packages")
+    module = lines.index(".venv/bin/python -m tooling.p4lang_packages")
     assert lines[module - 1] == ".venv/bin/python -m pip install -q -e '.[test,sweep,docs]'"
     assert "toolchain.find(\"p4c\")" in lines[module + 1]
     assert "ca-certificates curl gnupg" in made.stdout

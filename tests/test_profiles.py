@@ -21,8 +21,8 @@ from support.testbeds import routed_switch
 from control_plane import dataplane as dp
 from control_plane.algorithms import ALGORITHMS
 from control_plane.aqm import Codel, ConfigError, Mecn, PortConfig, RedEcn
-from control_plane.build import REPO, compile_program, main
-from control_plane.build import GENERATED, PROFILE_P4
+from tooling.build import GENERATED, PROFILE_P4, REPO, main
+from tooling.generate import algorithms_header, profile_header
 from control_plane.profiles import (ALL, CONTROLS, PROFILE_FILE, RECORD_FIELDS, SHARED_PARTS,
                                     Profile, build_command)
 from support.traffic import HOSTS
@@ -90,7 +90,7 @@ def test_the_generated_profile_lists_its_algorithms_controls_and_symbols():
     """What the build generates from the registry for a profile: its pkg_info strings,
     its shared parts and record fields, its algorithms' actions and the controls they run
     (numbered by their place among all controls), and its algorithms' files."""
-    text = Profile.parse("mecn,aecn,pie").p4_profile()
+    text = profile_header(Profile.parse("mecn,aecn,pie"))
     assert '#define P4AQM_PKG_NAME "p4aqm-mecn-aecn-pie"' in text
     assert '#define P4AQM_PKG_ALGORITHMS "mecn,aecn,pie"' in text
     symbols = set(re.findall(r"#define (P4AQM_(?:WITH|RECORD)_\w+)\n", text))
@@ -106,13 +106,13 @@ def test_the_generated_profile_lists_its_algorithms_controls_and_symbols():
     assert entries["AROUND"] == ["AECN, aecn"]
     assert "#define P4AQM_RUN_RED(INSTANCE) AECN_AROUND(RED_APPLY(INSTANCE))" in text
     assert "P4AQM_ONE_CONTROL" not in text and "P4AQM_DROP_AT_ENQUEUE" not in text
-    assert Profile.parse("mecn,aecn,pie").p4_algorithms() == (
+    assert algorithms_header(Profile.parse("mecn,aecn,pie")) == (
         '#include "aqm/mecn.p4"\n#include "aqm/aecn.p4"\n#include "aqm/pie.p4"\n')
     # One control without DropTail: no condition; DropTail runs none; "none" nothing.
-    assert "#define P4AQM_ONE_CONTROL" in Profile.parse("red,aecn").p4_profile()
-    assert "P4AQM_ONE_CONTROL" not in Profile.parse("red,droptail").p4_profile()
-    assert "P4AQM_ANY_ALGORITHM" not in Profile.parse("none").p4_profile()
-    enqueue = Profile.parse("blue").p4_profile(drop_at_enqueue=True)
+    assert "#define P4AQM_ONE_CONTROL" in profile_header(Profile.parse("red,aecn"))
+    assert "P4AQM_ONE_CONTROL" not in profile_header(Profile.parse("red,droptail"))
+    assert "P4AQM_ANY_ALGORITHM" not in profile_header(Profile.parse("none"))
+    enqueue = profile_header(Profile.parse("blue"), drop_at_enqueue=True)
     assert "#define P4AQM_DROP_AT_ENQUEUE" in enqueue
     assert "#define P4AQM_RECORD_DEQ_QDEPTH" in enqueue
 
@@ -166,7 +166,7 @@ def test_all_is_the_program_of_every_algorithm(artifacts):
     assert (info.name, info.doc.description) == ("p4aqm-all", ",".join(ALGORITHMS))
     assert json.loads((artifacts.bmv2_json.parent / PROFILE_FILE).read_text())["name"] == ALL
     generated = artifacts.bmv2_json.parent / GENERATED / PROFILE_P4
-    assert generated.read_text() == Profile.parse(ALL).p4_profile()
+    assert generated.read_text() == profile_header(Profile.parse(ALL))
     assert Profile.of_p4info(artifacts.p4info_txt) == Profile.parse(ALL)
 
 

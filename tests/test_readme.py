@@ -11,7 +11,7 @@
   `make -n run` prints, with `--only 'red*'` (the two configurations of the README's
   figure) into a temporary folder, then the README's figure command on that folder.
 - `make setup` and `make test`: what CI runs (`.ci/run`) on a clean clone; no test can run
-  apt. `make setup P4LANG=1` adds one step, `python -m control_plane.p4lang_packages`,
+  apt. `make setup P4LANG=1` adds one step, `python -m tooling.p4lang_packages`,
   whose place in the recipe and whose behaviour tests/test_p4lang_packages.py checks
   without installing anything.
 - The conformance command: pytest on files under tests/, which `make test` runs.
@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from control_plane import toolchain
+from tooling import toolchain
 from topologies.netns import NetNS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -104,7 +104,7 @@ def run_by_ci(command: str) -> None:
 
 
 def p4lang_step_checked_elsewhere(command: str) -> None:
-    assert ".venv/bin/python -m control_plane.p4lang_packages" in make_dry_run(*command.split()[1:])
+    assert ".venv/bin/python -m tooling.p4lang_packages" in make_dry_run(*command.split()[1:])
     assert "make_dry_run(\"setup\", \"P4LANG=1\")" in (
         REPO / "tests" / "test_p4lang_packages.py").read_text()
 

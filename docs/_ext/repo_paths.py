@@ -6,7 +6,7 @@ Checked, in inline code and code blocks: a path that starts with a top-level ent
 repository (`control_plane/aqm.py`, `p4src/include/aqm/`, `tests/algorithms/test_<name>.py`:
 `<...>` and `*` match anything). In inline code alone: a bare file name of ours
 (`red.p4`, `e5.py`: some file of that name) and a module run with `python -m`
-(`control_plane.p4lang_packages`). Links between pages and to files are MyST's own check.
+(`tooling.p4lang_packages`). Links between pages and to files are MyST's own check.
 """
 
 from __future__ import annotations

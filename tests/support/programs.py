@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from control_plane.algorithms import ALGORITHMS
-from control_plane.build import Artifacts
+from control_plane.program import Artifacts
 
 
 def p4info_offering(algorithms=tuple(ALGORITHMS), name: str = "all") -> str:

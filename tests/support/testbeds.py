@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from control_plane import toolchain
+from tooling import toolchain
 from control_plane.switch import AqmSwitch
 from topologies.testbed import Testbed
 from support.traffic import HOSTS

@@ -1,8 +1,8 @@
 """Install p4c and BMv2 from p4lang's packages where p4lang publishes them (make setup P4LANG=1).
 
-    python -m control_plane.p4lang_packages [--dry-run] [--os-release PATH]
+    python -m tooling.p4lang_packages [--dry-run] [--os-release PATH]
 
-A toolchain already found by control_plane.toolchain is used as it is: only the packages of
+A toolchain already found by tooling.toolchain is used as it is: only the packages of
 the missing tools are installed. The distribution is read from os-release (ID, VERSION_ID);
 where p4lang publishes no packages this says so and installs nothing (exit status 1).
 A derivative (ID_LIKE=ubuntu, e.g. Linux Mint) counts as unsupported: its VERSION_ID need not
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from control_plane import toolchain
+from tooling import toolchain
 
 OS_RELEASE = Path("/etc/os-release")
 
@@ -43,7 +43,7 @@ P4LANG_REPOSITORIES: Mapping[tuple[str, str], str] = {
 }
 P4LANG_MACHINES = frozenset({"x86_64"})
 
-# Which package brings each tool control_plane.toolchain looks for.
+# Which package brings each tool tooling.toolchain looks for.
 TOOL_PACKAGES: Mapping[str, str] = {
     "p4c": "p4lang-p4c",
     "simple_switch_grpc": "p4lang-bmv2",

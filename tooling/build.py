@@ -1,6 +1,6 @@
 """Compile p4src/ with p4c (bmv2, v1model) into BMv2 JSON and P4Info (text and binary).
 
-    python -m control_plane.build [--out build | --into FOLDER] [--drop-at enqueue]
+    python -m tooling.build [--out build | --into FOLDER] [--drop-at enqueue]
                                   [--algorithms red,mecn]
 
 `--drop-at enqueue` builds the variant whose AQM runs in ingress, before the queue
@@ -17,20 +17,20 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from control_plane import toolchain
 from control_plane.profiles import ALL_PROFILE, Profile
+from control_plane.program import PROGRAM, Artifacts
 from control_plane.values import ConfigError
+from tooling import toolchain
+from tooling.generate import algorithms_header, profile_header
 
 REPO = Path(__file__).resolve().parent.parent
 MAIN_P4 = REPO / "p4src" / "main.p4"
-PROGRAM = "p4aqm"
 # Where the AQM drops; "enqueue" builds queue_at_arrival.p4 in.
 DROP_AT = ("dequeue", "enqueue")
-# What the build generates from the algorithm registry for main.p4 (Profile.p4_profile and
-# p4_algorithms), in <out>/GENERATED: the profile's symbols and lists, and its algorithms'
+# What the build generates from the algorithm registry for main.p4 (tooling/generate.py),
+# in <out>/GENERATED: the profile's symbols and lists, and its algorithms'
 # files.
 GENERATED = "generated"
 PROFILE_P4 = "p4aqm_profile.p4"
@@ -39,21 +39,6 @@ ALGORITHMS_P4 = "p4aqm_algorithms.p4"
 
 class CompileError(RuntimeError):
     """p4c refused the program; the message holds its diagnostics."""
-
-
-@dataclass(frozen=True)
-class Artifacts:
-    bmv2_json: Path
-    p4info_txt: Path
-    p4info_bin: Path
-
-    @classmethod
-    def in_folder(cls, folder: Path, name: str = PROGRAM) -> "Artifacts":
-        return cls(folder / f"{name}.json", folder / f"{name}.p4info.txtpb",
-                   folder / f"{name}.p4info.bin")
-
-    def exist(self) -> bool:
-        return all(p.is_file() for p in (self.bmv2_json, self.p4info_txt, self.p4info_bin))
 
 
 def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
@@ -69,8 +54,8 @@ def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
     if profile_p4.is_file() and PROFILE_P4 in profile_p4.read_text():
         generated = out / GENERATED
         generated.mkdir(exist_ok=True)
-        (generated / PROFILE_P4).write_text(profile.p4_profile(drop_at == "enqueue"))
-        (generated / ALGORITHMS_P4).write_text(profile.p4_algorithms())
+        (generated / PROFILE_P4).write_text(profile_header(profile, drop_at == "enqueue"))
+        (generated / ALGORITHMS_P4).write_text(algorithms_header(profile))
         include = [f"-I{generated}", f"-I{source.parent / 'include'}"]
     elif profile_p4.is_file():
         # p4src/ of a revision before the generated profile (benchmarks' --compare): its
