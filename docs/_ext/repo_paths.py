@@ -27,7 +27,8 @@ logger = logging.getLogger(__name__)
 # builds, run results and the site (docs/results/ holds published runs: ours).
 GENERATED = {".git", ".venv", "__pycache__", ".pytest_cache"}
 GENERATED_AT_TOP = {"build", "results", "site"}
-PACKAGES = ("control_plane", "experiments", "analysis", "benchmarks", "topologies", "transport")
+PACKAGES = ("control_plane", "experiments", "analysis", "benchmarks", "topologies", "transport",
+            "tooling")
 BARE_NAME = re.compile(r"[\w-]+\.(p4|py)")
 MODULE = re.compile(rf"(?:{'|'.join(PACKAGES)})(?:\.\w+)+")
 PLACEHOLDER = re.compile(r"<[^>]*>")
@@ -66,7 +67,8 @@ def missing(text: str, root: Path, inline: bool) -> list[str]:
             wanted = [pattern] if pattern.endswith("/") else [pattern, pattern + "/"]
             if not any(fnmatch.filter(files(root), w) for w in wanted):
                 out.append(token)
-        elif MODULE.fullmatch(token) and (inline or (k > 0 and tokens[k - 1] == "-m")):
+        elif MODULE.fullmatch(token) and not BARE_NAME.fullmatch(token) and (
+                inline or (k > 0 and tokens[k - 1] == "-m")):
             parts = token.split(".")
             # The longest module prefix that is a file; what follows may be an attribute.
             if not any(f"{'/'.join(parts[:n])}.py" in files(root)
