@@ -118,11 +118,11 @@ def loop_step(kind: Literal["ared", "amecn"], aqm, avg: float,
     """ARED's step on a RED-family AQM (its maxp) or AMECN's on MECN (its P1max, and P2max
     with it when `pmax` is "both"), from the average queue (packets): what the
     controller's loop and the ns-3 twin's both write."""
+    name = type(aqm).adapted
+    old = getattr(aqm, name)
     if kind == "ared":
-        name, old = "maxp", aqm.maxp
         step = ared_step(old, avg, aqm.minth, aqm.maxth, ceiling)
     else:
-        name, old = "p1max", aqm.p1max
         step = amecn_step(old, avg, aqm.minth, alpha_variant, ceiling)
     changes = {}
     if step.value != old:

@@ -28,7 +28,7 @@ from typing import Awaitable, Callable, Iterable, Literal
 import finsy as fy
 
 from control_plane import fixedpoint as fp
-from control_plane.adaptation import PMAX_MAX, PMAX_MIN, AlphaVariant, amecn_step, ared_step
+from control_plane.adaptation import PMAX_MAX, PMAX_MIN, AlphaVariant, loop_step
 from control_plane.algorithms.base import QueueSetting
 from control_plane.aqm import (DEFAULT_LIMIT, PORT_FIELDS, Aqm, ConfigError, DropTail, Ecnm,
                                Mecn, PortConfig, Red, RedEcn, change, shown_input)
@@ -752,18 +752,11 @@ class Controller:
         # The step starts from the configuration in force when it is written: a value set
         # from the CLI meanwhile is the one it adapts, never overwritten by a stale step.
         async with self._lock:
-            cfg = view.config.aqm
-            if spec.kind == "ared":
-                name, old = "maxp", cfg.maxp
-                step = ared_step(old, avg, cfg.minth, cfg.maxth, spec.ceiling)
-            else:
-                name, old = "p1max", cfg.p1max
-                step = amecn_step(old, avg, cfg.minth, spec.alpha_variant, spec.ceiling)
-            if step.value != old:
-                changes = {name: repr(step.value)}
-                if spec.pmax == "both":
-                    changes["p2max"] = repr(step.value)
-                _, queues = await self._change(view, None, changes)
+            change = loop_step(spec.kind, view.config.aqm, avg, spec.alpha_variant,
+                               spec.ceiling, spec.pmax)
+            name, old, step = change.name, change.old, change.step
+            if change.changes:
+                _, queues = await self._change(view, None, change.changes)
                 await self._commit(port, spec.kind,
                                    f"{name} {old:.4f} -> {step.value:.4f}: {step.reason}, "
                                    f"telemetry packet {seq}{queues}", None)

@@ -39,10 +39,6 @@ ALGORITHMS = ("droptail", "ared", "amecn", "newque", "blue", "pi", "rem", "codel
 MEASURE_FROM, HALVE_AT, RECOVER_AT, DURATION = 15.0, 40.0, 50.0, 60.0
 # ARED and AMECN in their automatic mode (thresholds and wq from a target delay and C).
 AUTO_TARGET = 0.020
-# The delay CoDel and PIE aim at, ms, at any rate. The controllers of ARED, AMECN, PI and
-# REM hold a queue in packets instead (target_packets), a delay that doubles when the rate
-# halves; DropTail, NEWQUE and BLUE aim at neither.
-TARGET_MS = {"codel": 5.0, "pie": 15.0}
 # Back at the target: the delay's median over WINDOW s centred on each moment at most SLACK
 # times the target, for HOLD s.
 WINDOW, SLACK, HOLD = 0.5, 1.5, 1.0
@@ -111,25 +107,15 @@ def sojourns(folder: Path, start: float, end: float) -> list[tuple[float, float]
             if start <= r["t"] < end]
 
 
-def target_packets(name: str) -> float | None:
-    """The queue the algorithm's controller holds, packets: ARED's and AMECN's band centre
-    (2 minth: their automatic mode's target delay at C), PI's qref, REM's b*."""
-    queue, _ = aqm(name)
-    if isinstance(queue, (RedEcn, Mecn)):
-        return 2 * queue.minth
-    if isinstance(queue, Pi):
-        return queue.reference()
-    if isinstance(queue, Rem):
-        return queue.target_backlog
-    return None
-
-
 def target_ms(name: str, fraction: float = 1.0) -> float | None:
-    """The delay the algorithm aims at with the bottleneck at `fraction` of its rate; None
-    for an algorithm that aims at none."""
-    if name in TARGET_MS:
-        return TARGET_MS[name]
-    packets = target_packets(name)
+    """The delay the algorithm aims at with the bottleneck at `fraction` of its rate: the
+    delay CoDel and PIE hold at any rate, or the queue ARED, AMECN, PI and REM hold (a
+    delay that doubles when the rate halves); None for one that aims at neither (DropTail,
+    NEWQUE, BLUE)."""
+    queue, _ = aqm(name)
+    if queue.target_delay() is not None:
+        return 1000 * queue.target_delay()
+    packets = queue.target_queue()
     return None if packets is None else 1000 * packets / (fraction * BOTTLENECK.pps)
 
 
@@ -273,7 +259,7 @@ def verdicts(runs: Runs) -> list[Row]:
                 p50 = stats.over(ms[name], stats.metric("delay_p50_ms"))
                 busy = stats.over(ms[name], percent("utilisation"))
                 parts.append((f"{where}: p50 {p50:.1f} ms, utilisation {busy:.1f} %",
-                              stats.overall([stats.compare(p50, 2 * TARGET_MS[name], False),
+                              stats.overall([stats.compare(p50, 2 * target_ms(name), False),
                                              stats.compare(busy, 90.0, True)])))
         rows.append(stats.claim_row(claim, parts))
     back = []

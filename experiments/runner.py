@@ -48,7 +48,7 @@ from pathlib import Path
 
 from control_plane import fixedpoint as fp
 from control_plane.algorithms.base import Link
-from control_plane.aqm import Aecn, Aqm, PortConfig
+from control_plane.aqm import Aqm, PortConfig
 from control_plane.program import Artifacts
 from tooling.build import REPO
 from control_plane.controller import Controller, PortView, Route
@@ -137,8 +137,9 @@ class Recorder:
         self.running = True
 
     def pmax(self) -> float | None:
+        """The probability the port's loop adapts, as it stands (None: no loop adapts it)."""
         aqm = self.ctl.ports[self.port].config.aqm
-        return getattr(aqm, "maxp", getattr(aqm, "p1max", None))
+        return getattr(aqm, type(aqm).adapted) if type(aqm).adapted else None
 
     async def record_telemetry(self) -> None:
         async for rec in self.ctl.switch.telemetry():
@@ -162,7 +163,7 @@ class Recorder:
             if type(aqm).group_names:
                 self.groups = {"names": list(type(aqm).group_names),
                                **await self.ctl.switch.read_group_counters(self.port)}
-            if isinstance(aqm, Aecn):
+            if "RTT_TRACKER" in type(aqm).parts:
                 self.groups["rtt_events"] = await self.ctl.switch.read_rtt_events()
         except Exception as err:  # a sample lost to a reconnect is not fatal
             LOG.debug("counter sample failed: %s", err)

@@ -195,7 +195,25 @@ class Aqm:
     ect1: ClassVar[str] = "ECN-capable (RFC 3168)"
     # Names of the groups the verdict counts marks and drops for (group_marks, group_drops).
     group_names: ClassVar[tuple[str, ...]] = ()
+    # The probability ARED's or AMECN's loop adapts (None: no loop adapts it).
+    adapted: ClassVar[str | None] = None
+    # Where the algorithm's own paper or RFC decides: as a packet arrives, or as it leaves
+    # (at dequeue, or at the front of the queue with what the arrivals decided): the ns-3
+    # twin decides there unless told otherwise (experiments/ns3/bottleneck.py).
+    decides_at: ClassVar[str] = "arrival"
     limit: int = DEFAULT_LIMIT
+
+    def target_delay(self) -> float | None:
+        """The queueing delay the algorithm's controller holds, s, whatever the link's rate
+        (CoDel's, PIE's, PI2's target); None for one that holds a queue in packets or
+        aims at neither."""
+        return None
+
+    def target_queue(self) -> float | None:
+        """The queue the algorithm's controller holds, packets (a delay that grows as the
+        rate falls: ARED's band centre, AMECN's target, PI's qref, REM's b*); None for one
+        that holds a delay or aims at neither (DropTail, NEWQUE, BLUE)."""
+        return None
 
     def encode(self, link: Link) -> Encoded:
         """Validated action and tables; nothing invalid gets past this."""

@@ -70,6 +70,7 @@ def law_table(interval_us: int) -> TableRows:
 @dataclass(frozen=True, kw_only=True)
 class Codel(Aqm):
     action: ClassVar[str] = "codel"
+    decides_at: ClassVar[str] = "departure"
     reads_sojourn: ClassVar[bool] = True
     control: ClassVar[str] = "Codel"
     record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "avg", "count", "state0", "state1",
@@ -78,6 +79,9 @@ class Codel(Aqm):
     interval: float = 0.1       # s
     min_backlog: int = 1        # packets: at or below, the queue is nearly empty
     ecn: bool = True
+
+    def target_delay(self) -> float:
+        return self.target
 
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()

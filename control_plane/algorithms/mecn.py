@@ -39,6 +39,7 @@ class Mecn(Aqm):
     parts: ClassVar[tuple[str, ...]] = ("MECN_LEVELS",)
     record: ClassVar[tuple[str, ...]] = Red.record
     target_delay_sets: ClassVar[tuple[str, ...]] = ("minth", "midth", "maxth", "wq")
+    adapted: ClassVar[str] = "p1max"
     wq: float = 0.0027
     minth: float = 5.0
     midth: float = 10.0
@@ -46,6 +47,10 @@ class Mecn(Aqm):
     p1max: float = 0.1
     p2max: float = 0.1
     wait: bool = False
+
+    def target_queue(self) -> float:
+        """AMECN's target, 2 minth (seed 001, Fig. 3)."""
+        return 2 * self.minth
 
     def encode(self, link: Link) -> Encoded:
         params, decay = common_red(self, self.wq, self.wait, link)

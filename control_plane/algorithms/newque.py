@@ -83,6 +83,7 @@ def rate_table(k: float) -> TableRows:
 @dataclass(frozen=True, kw_only=True)
 class Newque(Aqm):
     action: ClassVar[str] = "newque"
+    decides_at: ClassVar[str] = "departure"
     control: ClassVar[str] = "Newque"
     parts: ClassVar[tuple[str, ...]] = ("ARRIVALS",)
     record: ClassVar[tuple[str, ...]] = ("arr_seq", "prob", "state0", "state1", "event")

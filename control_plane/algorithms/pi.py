@@ -45,6 +45,10 @@ class Pi(Aqm):
     interval: float = 1 / 170
     ecn: bool = True
 
+    def target_queue(self) -> float:
+        """qref."""
+        return self.reference()
+
     def reference(self) -> float:
         """qref in packets: half the limit unless set."""
         return self._limit() / 2 if self.qref is None else self.qref

@@ -63,6 +63,7 @@ def packet_class(ecn: Ecn) -> int:
 @dataclass(frozen=True, kw_only=True)
 class Pi2(Aqm):
     action: ClassVar[str] = "pi2"
+    decides_at: ClassVar[str] = "departure"
     family: ClassVar[str] = "pi2"      # DualPI2 keeps PI2's parameters, and back
     reads_sojourn: ClassVar[bool] = True
     ect1: ClassVar[str] = "L4S (RFC 9331)"
@@ -76,6 +77,9 @@ class Pi2(Aqm):
     beta: float = 3.2            # Hz
     k: int = 2                   # coupling factor
     ecn: bool = True
+
+    def target_delay(self) -> float:
+        return self.target
 
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()

@@ -129,6 +129,9 @@ class Pie(Aqm):
     min_backlog: int = 2         # packets found on arrival: at or below, no early drop
     ecn: bool = True
 
+    def target_delay(self) -> float:
+        return self.target
+
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()
         mode = ecn_mode(self.ecn)

@@ -116,12 +116,17 @@ class Red(Aqm):
     record: ClassVar[tuple[str, ...]] = ("avg", "count", "prob")
     target_delay_sets: ClassVar[tuple[str, ...]] = ("minth", "maxth", "wq")
     marking: ClassVar[EcnMode] = EcnMode.DROP
+    adapted: ClassVar[str] = "maxp"
     wq: float = DEFAULT_WQ
     minth: float = 5.0
     maxth: float = 15.0
     maxp: float = 0.1
     gentle: bool = False
     wait: bool = False
+
+    def target_queue(self) -> float:
+        """ARED's target band's centre (2 minth in its automatic mode)."""
+        return (self.minth + self.maxth) / 2
 
     def encode(self, link: Link) -> Encoded:
         params, decay = common_red(self, self.wq, self.wait, link)

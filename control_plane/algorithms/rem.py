@@ -70,6 +70,10 @@ class Rem(Aqm):
     capacity: float | None = None   # packets/s; None: the port's service rate
     ecn: bool = True
 
+    def target_queue(self) -> float:
+        """b*, the backlog REM's price holds."""
+        return self.target_backlog
+
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()
         mode = ecn_mode(self.ecn)

@@ -30,19 +30,11 @@ from control_plane.telemetry import TelemetryRecord
 
 U32, U48 = 0xFFFF_FFFF, (1 << 48) - 1
 DROP = -1        # twin.cc's DROP
-# Where each algorithm's own paper or RFC decides: at dequeue (RFC 8289's CoDel, RFC 9332's
-# PI2 and DualPI2), at the front of the queue with what the arriving packets found (seed
-# 002's AECN and seed 003's NEWQUE mark or drop the front packet: the departing one), else
-# as packets arrive (Floyd and Jacobson's RED and those built on it, BLUE, PI, REM, RFC
-# 8033's PIE).
-AT_DEPARTURE = frozenset({"codel", "pi2", "dualpi2", "aecn", "newque"})
-DECIDE_AT = ("paper", "arrival", "departure")
-
-
 def decides_at_arrival(aqm: Aqm, decide_at: str) -> bool:
-    if decide_at == "paper":
-        return aqm.action not in AT_DEPARTURE
-    return decide_at == "arrival"
+    """Whether the twin decides on arrival: where the algorithm's paper does ("paper": its
+    class's `decides_at`: CoDel, PI2 and DualPI2 at dequeue, AECN and NEWQUE at the front,
+    the others on arrival), or where the factor says."""
+    return (type(aqm).decides_at if decide_at == "paper" else decide_at) == "arrival"
 
 
 @dataclass
@@ -156,7 +148,7 @@ class TwinPort:
                    qdepth: int) -> None:
         self.view.latest, self.view.latest_at = record, now_us / 1e6
         aqm = self.config.aqm
-        pmax = getattr(aqm, "maxp", getattr(aqm, "p1max", None))
+        pmax = getattr(aqm, type(aqm).adapted) if type(aqm).adapted else None
         self.recorded.telemetry.append({
             "t": now_us / 1e6, "avg": record.avg_packets, "qdepth": qdepth,
             "prob": fp.from_frac32(record.prob), "sojourn_ms": sojourn_us / 1000,
