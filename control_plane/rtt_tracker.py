@@ -32,7 +32,7 @@ class RttEvent(IntEnum):
 
 
 def rtt_hash(a: int, b: int, c: int) -> int:
-    """rtt_tracker.p4's rtt_hash(): a multiplicative hash of three 32-bit words."""
+    """rtt_tracker.p4's RTT_HASH: a multiplicative hash of three 32-bit words."""
     h = ((a * 0x9E3779B1) & U32) ^ ((b * 0x85EBCA6B) & U32) ^ ((c * 0xC2B2AE35) & U32)
     return h ^ (h >> 15)
 

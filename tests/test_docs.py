@@ -155,3 +155,11 @@ def test_the_repository_map_names_every_file_of_the_packages():
             if not ({path.name, path.stem, str(path.relative_to(repo))} & named):
                 missing.append(str(path.relative_to(repo)))
     assert not missing, f"docs/layout.md does not name {missing}"
+
+
+def test_the_docs_guide_names_every_directive_the_build_adds():
+    repo = Path(__file__).resolve().parent.parent
+    added = re.findall(r'add_directive\("([\w-]+)"', (repo / "docs" / "_ext" /
+                                                      "generated.py").read_text())
+    guide = (repo / "docs" / "contributing" / "docs.md").read_text()
+    assert added and [d for d in added if "{" + d + "}" not in guide] == []
