@@ -133,8 +133,9 @@ def call(ctx: click.Context, method: str, url: str, body: dict | None = None):
 @main.command("serve")
 @click.argument("config", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Where live changes are saved (default: the file's state_dir, else beside "
-                   "CONFIG: aqm.toml -> aqm.state.json).")
+              envvar="P4AQM_STATE_DIR",
+              help="Where live changes are saved (default: $P4AQM_STATE_DIR, the file's "
+                   "state_dir, else beside CONFIG: aqm.toml -> aqm.state.json).")
 @click.option("--fresh", is_flag=True,
               help="Start from CONFIG alone: the saved live changes are dropped.")
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")

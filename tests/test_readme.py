@@ -166,7 +166,9 @@ class Tour:
     def env(self) -> dict[str, str]:
         switch_bin = toolchain.require("simple_switch_grpc").parent
         return {**os.environ, "PATH": f"{switch_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-                "P4AQM_SOCKET": str(self.folder / "aqm.sock")}
+                "P4AQM_SOCKET": str(self.folder / "aqm.sock"),
+                # The controller's live changes are saved here, not beside docs/aqm.toml.
+                "P4AQM_STATE_DIR": str(self.folder)}
 
     def run(self, line: str) -> subprocess.CompletedProcess[str]:
         # As root, `sudo` runs its command.
@@ -352,6 +354,8 @@ def test_the_readme_tour_runs_as_written(can_start_switch, tmp_path):
             assert found, f"README tour line {line!r}: no check in TOUR_CHECKS"
             check, match = found
             check(tour, line, match)
+        # $P4AQM_STATE_DIR took the state file out of the repository's docs/.
+        assert (tmp_path / "aqm.state.json").is_file()
     finally:
         tour.stop_background(signal.SIGTERM)
         ns.delete()
