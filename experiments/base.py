@@ -91,6 +91,17 @@ class Experiment:
     # The paper (or RFC) the claims are from: its anchor on docs/bibliography.md, as shown.
     source: tuple[str, str] | None = None
 
+    def at_paper_scale(self, backend: str, changed: list | tuple) -> bool:
+        """Whether runs on `backend` with the factors `changed` ran at the paper's scale."""
+        return (backend == "ns3" and self.paper_scale is not None
+                and dict(changed).get("scale", factors.PAPER) == factors.PAPER)
+
+    def scaling_of(self, backend: str, changed: list | tuple) -> str:
+        """The scaling line of runs on `backend` with the factors `changed`."""
+        if self.at_paper_scale(backend, changed):
+            return f"in the ns-3 twin, {self.paper_scaling}"
+        return self.scaling + (" (in the ns-3 twin)" if backend == "ns3" else "")
+
     def repeats(self, opts: PlanOptions) -> int:
         return opts.repeat or (self.repeat if opts.backend == "bmv2" else TWIN_REPEAT)
 
@@ -102,8 +113,7 @@ class Experiment:
         unless `--factor scale=testbed`."""
         n = self.repeats(opts)
         planned = self.plan(opts)
-        if (opts.backend == "ns3" and self.paper_scale is not None
-                and dict(opts.factors).get("scale", factors.PAPER) == factors.PAPER):
+        if self.at_paper_scale(opts.backend, opts.factors):
             planned = [self.paper_scale(spec) for spec in planned]
         planned = [replace(spec, backend=opts.backend, pcap=opts.pcap) for spec in planned]
         specs = [factors.apply(spec, opts.factors).repeat(seed)

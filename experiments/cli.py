@@ -218,7 +218,7 @@ def run_twins(name: str, folder: Path, opts: PlanOptions, resume: bool, jobs: in
                 shutil.rmtree(folder / spec.folder)
         console.print(f"resuming {folder}: {len(done)} runs done, {len(specs)} to go")
     console.print(f"[bold]{experiment.title}[/] (ns-3 twin)\n"
-                  f"{experiment.paper_scaling or experiment.scaling}\n{len(specs)} runs "
+                  f"{experiment.scaling_of('ns3', opts.factors)}\n{len(specs)} runs "
                   f"({experiment.repeats(opts)} per configuration), {jobs} at a time -> {folder}")
     simulated = 0.0
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),

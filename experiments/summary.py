@@ -4,6 +4,7 @@ summary.csv and the console), after a run or again from run folders (`report`)."
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -18,8 +19,20 @@ from experiments.catalog import EXPERIMENTS
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
-def program_line(results: list[tuple[str, Path, dict]]) -> str:
-    """The program the runs ran (their config.json's build profile)."""
+def backend_of(results: list[tuple[str, Path, dict]]) -> str:
+    """Where the runs ran (their config.json's backend; runs from before the twin: bmv2)."""
+    config = results[0][1] / "config.json" if results else None
+    return json.loads(config.read_text()).get("backend", "bmv2") if config and config.is_file() \
+        else "bmv2"
+
+
+def program_line(results: list[tuple[str, Path, dict]], backend: str = "bmv2") -> str:
+    """The program the runs ran (their config.json's build profile), or in the twin what
+    decided for the queue."""
+    if backend == "ns3":
+        native = ("aqm_impl", "ns3") in {tuple(f) for f in results[0][2].get("factors", [])}
+        return ("Twin: ns-3, " + ("ns-3's own queue discs deciding" if native else
+                                  "the golden models of the algorithms deciding"))
     labels: dict[str, list[str]] = {}
     for label, _, m in results:
         labels.setdefault(m.get("program", ALL), []).append(label)
@@ -34,14 +47,15 @@ def program_line(results: list[tuple[str, Path, dict]]) -> str:
 
 
 def write_summary(folder: Path, experiment: Experiment, rows: list[dict], figures: list[Path],
-                  claims: list[dict], timing: str, changed: str = "", program: str = "") -> None:
+                  claims: list[dict], timing: str, changed: str = "", program: str = "",
+                  scaling: str = "") -> None:
     if rows:
         with open(folder / "summary.csv", "w", newline="") as f:
             columns = list(dict.fromkeys(k for row in rows for k in row))
             writer = csv.DictWriter(f, fieldnames=columns, restval="")
             writer.writeheader()
             writer.writerows(rows)
-    lines = [f"# {experiment.title}", "", f"Scaling: {experiment.scaling}", ""]
+    lines = [f"# {experiment.title}", "", f"Scaling: {scaling or experiment.scaling}", ""]
     if program:
         lines += [program, ""]
     if changed:
@@ -62,8 +76,10 @@ def summarise(experiment: Experiment, folder: Path, results: list[tuple[str, Pat
     rows, figures = experiment.report(results, folder)
     claims = experiment.verdicts(results) if experiment.verdicts else []
     changed = factors.describe(results[0][2].get("factors", []))
-    program = program_line(results)
-    write_summary(folder, experiment, rows, figures, claims, timing, changed, program)
+    backend = backend_of(results)
+    program = program_line(results, backend)
+    scaling = experiment.scaling_of(backend, results[0][2].get("factors", []))
+    write_summary(folder, experiment, rows, figures, claims, timing, changed, program, scaling)
     console.print(program)
     if changed:
         console.print(f"Changed in every run: {changed}")

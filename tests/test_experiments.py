@@ -158,3 +158,17 @@ def test_a_run_accepts_the_configured_rtt_plus_a_few_ms_of_processing():
     assert rtt_bounds(22.0) == pytest.approx((20.4, 28.6))
     assert rtt_bounds(32.0)[1] >= 40.0       # the parking lot's long path: 38-40 ms measured
     assert rtt_bounds(300.0) == pytest.approx((284.5, 390.0))
+
+
+def test_the_twin_runs_e2_at_the_paper_s_scale_unless_told_the_testbed_s():
+    e2 = EXPERIMENTS["e2"]
+    paper = e2.runs(PlanOptions(repeat=1, backend="ns3"))[0]
+    testbed = e2.runs(PlanOptions(repeat=1, backend="ns3", factors=(("scale", "testbed"),)))[0]
+    switch = e2.runs(PlanOptions(repeat=1))[0]
+    assert (paper.topology.bottleneck.mbps, paper.topology.bottleneck.packet_bytes) == (1.5, 1000)
+    assert any(f.reverse for f in paper.flows) and not any(f.reverse for f in testbed.flows)
+    assert testbed.topology.bottleneck == switch.topology.bottleneck
+    # The summaries say which scale their runs had.
+    assert e2.scaling_of("ns3", []).startswith("in the ns-3 twin, the paper's: 1.5 Mb/s")
+    assert e2.scaling_of("ns3", [["scale", "testbed"]]) == e2.scaling + " (in the ns-3 twin)"
+    assert e2.scaling_of("bmv2", []) == e2.scaling

@@ -79,6 +79,8 @@ def test_every_run_of_the_plan_ran_in_ns3_and_its_folder_says_so(smoke):
             assert (run / name).is_file(), f"{run.name}: no {name}"
     summary = (smoke / "summary.md").read_text()
     assert "Time: 4 runs in ns-3" in summary and "min simulated" in summary
+    assert "(in the ns-3 twin)\n" in summary      # the smoke plan has no paper scale
+    assert "Twin: ns-3, the golden models of the algorithms deciding" in summary
 
 
 def test_the_switch_s_report_reads_the_twin_s_runs(smoke):
