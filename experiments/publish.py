@@ -330,6 +330,11 @@ def planned(docs_of: list[dict], name: str) -> dict[str, dict]:
                                    if c["verdict"] != NOT_MEASURED}
 
 
+def counted(n: int, verdict: str) -> str:
+    """"1 holds", "2 hold"."""
+    return f"{n} {verdict if n == 1 else PLURAL.get(verdict, verdict)}"
+
+
 def headline(everything: dict[str, list[dict]]) -> list[str]:
     """How many of the planned claims hold, differ or are not distinguishable, per backend."""
     lines = []
@@ -337,10 +342,31 @@ def headline(everything: dict[str, list[dict]]) -> list[str]:
         verdicts = [c["verdict"] for docs_of in everything.values()
                     for c in planned(docs_of, name).values()]
         if verdicts:
-            counts = ", ".join(f"{verdicts.count(v)} {PLURAL.get(v, v)}" for v in VERDICTS)
+            counts = ", ".join(counted(verdicts.count(v), v) for v in VERDICTS)
             lines.append(f"- {where}: of the {len(verdicts)} claims judged as planned, "
                          f"{counts}.")
+    both = [(planned(d, MAIN)[c]["verdict"], planned(d, TWIN)[c]["verdict"])
+            for d in everything.values() for c in planned(d, MAIN) if c in planned(d, TWIN)]
+    differs = [t for s, t in both if s == DIFFERS]
+    if differs:
+        lines.append(f"- Of the {len(differs)} claims that differ on the switch and were judged "
+                     f"in the twin, there {counted(differs.count(DIFFERS), DIFFERS)} too (the "
+                     f"paper's result does not follow from its set-up as we read it: not the "
+                     f"switch), {counted(differs.count(HOLDS), HOLDS)} (the switch is the "
+                     f"cause), {counted(differs.count(UNCLEAR), UNCLEAR)}.")
     return lines or ["Nothing published yet."]
+
+
+def cause(switch: str | None, twin: str | None, explained: str) -> str:
+    """Where a claim's verdict on the switch comes from, from the twin's beside it."""
+    if switch is None or twin is None:
+        return "" if switch != DIFFERS else "the twin has not judged it yet"
+    if switch == twin:
+        return ("the paper: the twin differs too" if switch == DIFFERS else "")
+    if UNCLEAR in (switch, twin):
+        return f"undecided: not distinguishable {'in the twin' if twin == UNCLEAR else 'on the switch'}"
+    side = "the switch" if switch == DIFFERS else "the twin"
+    return f"{side}: {explained}"
 
 
 def why(experiment: str, claim: str, switch: str, twin: str, docs_of: list[dict]) -> str:
@@ -382,12 +408,12 @@ def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
         switch, twin = planned(docs_of, MAIN), planned(docs_of, TWIN)
         for claim in dict.fromkeys([*switch, *twin]):
             s, t = switch.get(claim), twin.get(claim)
-            disagree = s is not None and t is not None and s["verdict"] != t["verdict"]
+            sv, tv = (s and s["verdict"]), (t and t["verdict"])
             rows.append({"experiment": link, "paper": paper, "claim (the paper's value)": claim,
                          "ns-3 twin": verdict_cell(t),
                          "switch": verdict_cell(s),
-                         "why they differ": why(experiment, claim, s["verdict"], t["verdict"],
-                                                docs_of) if disagree else ""})
+                         "cause": cause(sv, tv, why(experiment, claim, sv, tv, docs_of)
+                                        if sv and tv and sv != tv else "")})
         for doc in docs_of:
             if doc["name"] in (MAIN, TWIN):
                 continue

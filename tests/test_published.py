@@ -217,3 +217,33 @@ def test_publish_refuses_what_it_cannot_take(tmp_path, capsys, monkeypatch, docs
         publish.publish([mixed], docs=docs)
     with pytest.raises(publish.PublishError, match="no block to generate"):
         publish.replaced("a page without markers", [])
+
+
+def test_the_overview_says_where_each_switch_verdict_comes_from():
+    """A claim that differs on the switch: the paper's when the twin differs too, the
+    switch's when the twin holds (with the controlled twin run that gives the switch's
+    verdict, when there is one); the headline counts them."""
+    def doc(name, verdicts, backend="bmv2", changed=()):
+        return {"name": name, "backend": backend, "factors": [list(f) for f in changed],
+                "claims": [{"claim": c, "verdict": v, "ours": "x"} for c, v in verdicts.items()]}
+    claims = publish.EXPERIMENTS["e8"].claims
+    switch = {claims[0]: stats.DIFFERS, claims[1]: stats.DIFFERS, claims[2]: stats.HOLDS,
+              claims[3]: stats.DIFFERS}
+    twin = {claims[0]: stats.DIFFERS, claims[1]: stats.HOLDS, claims[2]: stats.HOLDS}
+    controlled = {claims[1]: stats.DIFFERS}
+    everything = {"e8": [doc(publish.MAIN, switch), doc(publish.TWIN, twin, "ns3"),
+                         doc("ns3-departure", controlled, "ns3", [("decide_at", "departure")])]}
+    rows = [line for line in publish.reproductions_block(everything) if line.startswith("| [E8]")]
+    assert [row.rsplit("|", 2)[1].strip() for row in rows[:4]] == [
+        "the paper: the twin differs too",
+        "the switch: the twin with `decide_at=departure` gives the switch's verdict "
+        "([ns3-departure](e8.md#controlled-in-ns-3-ns3-departure))",
+        "", "the twin has not judged it yet"]
+    assert publish.headline(everything) == [
+        "- On the switch: of the 4 claims judged as planned, 1 holds, 3 differ, "
+        "0 not distinguishable.",
+        "- In the ns-3 twin: of the 3 claims judged as planned, 2 hold, 1 differs, "
+        "0 not distinguishable.",
+        "- Of the 2 claims that differ on the switch and were judged in the twin, there 1 "
+        "differs too (the paper's result does not follow from its set-up as we read it: not "
+        "the switch), 1 holds (the switch is the cause), 0 not distinguishable."]
