@@ -351,9 +351,9 @@ def headline(everything: dict[str, list[dict]]) -> list[str]:
     if differs:
         lines.append(f"- Of the {len(differs)} claims that differ on the switch and were judged "
                      f"in the twin, there {counted(differs.count(DIFFERS), DIFFERS)} too (the "
-                     f"paper's result does not follow from its set-up as we read it: not the "
-                     f"switch), {counted(differs.count(HOLDS), HOLDS)} (the switch is the "
-                     f"cause), {counted(differs.count(UNCLEAR), UNCLEAR)}.")
+                     f"cause is the paper as we read it, not the switch), "
+                     f"{counted(differs.count(HOLDS), HOLDS)} (the switch is the cause), "
+                     f"{counted(differs.count(UNCLEAR), UNCLEAR)}.")
     return lines or ["Nothing published yet."]
 
 
@@ -362,7 +362,7 @@ def cause(switch: str | None, twin: str | None, explained: str) -> str:
     if switch is None or twin is None:
         return "" if switch != DIFFERS else "the twin has not judged it yet"
     if switch == twin:
-        return ("the paper: the twin differs too" if switch == DIFFERS else "")
+        return ("the paper as we read it: the twin differs too" if switch == DIFFERS else "")
     if UNCLEAR in (switch, twin):
         return f"undecided: not distinguishable {'in the twin' if twin == UNCLEAR else 'on the switch'}"
     side = "the switch" if switch == DIFFERS else "the twin"

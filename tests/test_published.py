@@ -235,7 +235,7 @@ def test_the_overview_says_where_each_switch_verdict_comes_from():
                          doc("ns3-departure", controlled, "ns3", [("decide_at", "departure")])]}
     rows = [line for line in publish.reproductions_block(everything) if line.startswith("| [E8]")]
     assert [row.rsplit("|", 2)[1].strip() for row in rows[:4]] == [
-        "the paper: the twin differs too",
+        "the paper as we read it: the twin differs too",
         "the switch: the twin with `decide_at=departure` gives the switch's verdict "
         "([ns3-departure](e8.md#controlled-in-ns-3-ns3-departure))",
         "", "the twin has not judged it yet"]
@@ -245,5 +245,5 @@ def test_the_overview_says_where_each_switch_verdict_comes_from():
         "- In the ns-3 twin: of the 3 claims judged as planned, 2 hold, 1 differs, "
         "0 not distinguishable.",
         "- Of the 2 claims that differ on the switch and were judged in the twin, there 1 "
-        "differs too (the paper's result does not follow from its set-up as we read it: not "
-        "the switch), 1 holds (the switch is the cause), 0 not distinguishable."]
+        "differs too (the cause is the paper as we read it, not the switch), 1 holds (the "
+        "switch is the cause), 0 not distinguishable."]
