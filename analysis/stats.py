@@ -145,8 +145,28 @@ def claim_row(claim: str, parts: Sequence[tuple[str, str | None]]) -> dict:
     text = "; ".join(t for t, _ in parts)
     misses = list(dict.fromkeys(t.split(":")[0] for t, v in parts if v not in (HOLDS, None)))
     if misses and verdict != HOLDS and len(parts) > 1:
-        text += f" -- not at {', '.join(misses)}"
+        text += f"{MISSES}{', '.join(misses)}"
     return {"claim": claim, "ours": text, "verdict": verdict}
+
+
+MISSES = " -- not at "
+
+
+def points_of(row: dict) -> tuple[list[str], list[str]]:
+    """A claim row's points, and those where it did not hold, read back from its text (the
+    published rows keep only the text claim_row wrote; a point's name may hold ", ")."""
+    text, _, tail = row["ours"].partition(MISSES)
+    points = list(dict.fromkeys(part.split(":")[0] for part in text.split("; ") if ":" in part))
+    if not tail:
+        return points, (points if row["verdict"] not in (HOLDS, NOT_MEASURED) else [])
+    misses = []
+    for name in tail.split(", "):       # rejoin the pieces of names that hold ", "
+        joined = f"{misses[-1]}, {name}" if misses else None
+        if misses and misses[-1] not in points and joined is not None:
+            misses[-1] = joined
+        else:
+            misses.append(name)
+    return points, misses
 
 
 def versus(points: dict[str, dict[str, dict]], a: str, b: str, value: Callable[[dict], float],

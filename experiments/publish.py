@@ -20,7 +20,7 @@ from typing import Callable
 
 from analysis import figures as docs_figures
 from analysis.results import run_metrics
-from analysis.stats import DIFFERS, HOLDS, NOT_MEASURED, UNCLEAR
+from analysis.stats import DIFFERS, HOLDS, NOT_MEASURED, UNCLEAR, points_of
 from experiments import factors
 from experiments.base import PlanOptions, configurations
 from experiments.catalog import EXPERIMENTS
@@ -350,23 +350,47 @@ def headline(everything: dict[str, list[dict]]) -> list[str]:
     differs = [t for s, t in both if s == DIFFERS]
     if differs:
         lines.append(f"- Of the {len(differs)} claims that differ on the switch and were judged "
-                     f"in the twin, there {counted(differs.count(DIFFERS), DIFFERS)} too (the "
-                     f"cause is the paper as we read it, not the switch), "
-                     f"{counted(differs.count(HOLDS), HOLDS)} (the switch is the cause), "
-                     f"{counted(differs.count(UNCLEAR), UNCLEAR)}.")
+                     f"in the twin: {counted(differs.count(DIFFERS), DIFFERS)} in the twin too "
+                     f"(the paper as we read it is a cause, the table says where), "
+                     f"{counted(differs.count(HOLDS), HOLDS)} there (the switch is the cause), "
+                     f"{counted(differs.count(UNCLEAR), UNCLEAR)} there.")
     return lines or ["Nothing published yet."]
 
 
-def cause(switch: str | None, twin: str | None, explained: str) -> str:
-    """Where a claim's verdict on the switch comes from, from the twin's beside it."""
+def cause(switch: dict | None, twin: dict | None, explained: str) -> str:
+    """Where a claim's verdict on the switch comes from, point by point (a load, a buffer)
+    from the twin's beside it: the paper as we read it where the twin misses too, the
+    switch where the twin holds (with the controlled run that explains it, if any), the
+    twin where only the twin misses."""
+    sv, tv = (switch or {}).get("verdict"), (twin or {}).get("verdict")
     if switch is None or twin is None:
-        return "" if switch != DIFFERS else "the twin has not judged it yet"
-    if switch == twin:
-        return ("the paper as we read it: the twin differs too" if switch == DIFFERS else "")
-    if UNCLEAR in (switch, twin):
-        return f"undecided: not distinguishable {'in the twin' if twin == UNCLEAR else 'on the switch'}"
-    side = "the switch" if switch == DIFFERS else "the twin"
-    return f"{side}: {explained}"
+        return "the twin has not judged it yet" if sv == DIFFERS else ""
+    if DIFFERS not in (sv, tv):
+        return ("" if sv == tv == HOLDS else
+                f"undecided: not distinguishable {'in the twin' if tv == UNCLEAR else 'on the switch'}")
+    s_points, s_miss = points_of(switch)
+    t_points, t_miss = points_of(twin)
+    if not set(s_points) & set(t_points):      # no point in common: the claims' verdicts
+        s_points = t_points = ["all"]
+        s_miss, t_miss = (["all"] if sv != HOLDS else []), (["all"] if tv != HOLDS else [])
+
+    def at(names: list[str], every: list[str]) -> str:
+        return "" if set(names) >= set(every) else f" at {', '.join(names)}"
+
+    both = [p for p in s_miss if p in t_miss]
+    switch_only = [p for p in s_miss if p in t_points and p not in t_miss]
+    twin_only = [p for p in t_miss if p in s_points and p not in s_miss]
+    parts = []
+    if both:
+        parts.append(("the paper as we read it" if tv == DIFFERS else
+                      "undecided (not distinguishable in the twin)") + at(both, s_points))
+    if switch_only:
+        parts.append("the switch" + at(switch_only, s_points)
+                     + (f" ({explained})" if explained and sv != tv else ""))
+    if twin_only:
+        parts.append("the twin" + at(twin_only, t_points)
+                     + (f" ({explained})" if explained and sv != tv and not switch_only else ""))
+    return "; ".join(parts)
 
 
 def why(experiment: str, claim: str, switch: str, twin: str, docs_of: list[dict]) -> str:
@@ -412,7 +436,7 @@ def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
             rows.append({"experiment": link, "paper": paper, "claim (the paper's value)": claim,
                          "ns-3 twin": verdict_cell(t),
                          "switch": verdict_cell(s),
-                         "cause": cause(sv, tv, why(experiment, claim, sv, tv, docs_of)
+                         "cause": cause(s, t, why(experiment, claim, sv, tv, docs_of)
                                         if sv and tv and sv != tv else "")})
         for doc in docs_of:
             if doc["name"] in (MAIN, TWIN):

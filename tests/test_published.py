@@ -220,30 +220,36 @@ def test_publish_refuses_what_it_cannot_take(tmp_path, capsys, monkeypatch, docs
 
 
 def test_the_overview_says_where_each_switch_verdict_comes_from():
-    """A claim that differs on the switch: the paper's when the twin differs too, the
-    switch's when the twin holds (with the controlled twin run that gives the switch's
-    verdict, when there is one); the headline counts them."""
-    def doc(name, verdicts, backend="bmv2", changed=()):
+    """A claim that differs on the switch, point by point: the paper's where the twin
+    misses too, the switch's where the twin holds (with the controlled twin run that gives
+    the switch's verdict, when there is one); the headline counts the claims."""
+    H, D, U = stats.HOLDS, stats.DIFFERS, stats.UNCLEAR
+
+    def claim(text, points):
+        return stats.claim_row(text, [(f"{where}: x", v) for where, v in points.items()])
+
+    def doc(name, claims, backend="bmv2", changed=()):
         return {"name": name, "backend": backend, "factors": [list(f) for f in changed],
-                "claims": [{"claim": c, "verdict": v, "ours": "x"} for c, v in verdicts.items()]}
-    claims = publish.EXPERIMENTS["e8"].claims
-    switch = {claims[0]: stats.DIFFERS, claims[1]: stats.DIFFERS, claims[2]: stats.HOLDS,
-              claims[3]: stats.DIFFERS}
-    twin = {claims[0]: stats.DIFFERS, claims[1]: stats.HOLDS, claims[2]: stats.HOLDS}
-    controlled = {claims[1]: stats.DIFFERS}
+                "claims": claims}
+    c = publish.EXPERIMENTS["e8"].claims
+    switch = [claim(c[0], {"1f": D, "16f": D, "64f": D}), claim(c[1], {"1f": D, "16f": H}),
+              claim(c[2], {"1f": H}), claim(c[3], {"1f": D})]
+    twin = [claim(c[0], {"1f": D, "16f": H, "64f": D}), claim(c[1], {"1f": H, "16f": H}),
+            claim(c[2], {"1f": U})]
+    controlled = [claim(c[1], {"1f": D, "16f": H})]
     everything = {"e8": [doc(publish.MAIN, switch), doc(publish.TWIN, twin, "ns3"),
                          doc("ns3-departure", controlled, "ns3", [("decide_at", "departure")])]}
     rows = [line for line in publish.reproductions_block(everything) if line.startswith("| [E8]")]
     assert [row.rsplit("|", 2)[1].strip() for row in rows[:4]] == [
-        "the paper as we read it: the twin differs too",
-        "the switch: the twin with `decide_at=departure` gives the switch's verdict "
-        "([ns3-departure](e8.md#controlled-in-ns-3-ns3-departure))",
-        "", "the twin has not judged it yet"]
+        "the paper as we read it at 1f, 64f; the switch at 16f",
+        "the switch at 1f (the twin with `decide_at=departure` gives the switch's verdict "
+        "([ns3-departure](e8.md#controlled-in-ns-3-ns3-departure)))",
+        "undecided: not distinguishable in the twin", "the twin has not judged it yet"]
     assert publish.headline(everything) == [
         "- On the switch: of the 4 claims judged as planned, 1 holds, 3 differ, "
         "0 not distinguishable.",
-        "- In the ns-3 twin: of the 3 claims judged as planned, 2 hold, 1 differs, "
-        "0 not distinguishable.",
-        "- Of the 2 claims that differ on the switch and were judged in the twin, there 1 "
-        "differs too (the cause is the paper as we read it, not the switch), 1 holds (the "
-        "switch is the cause), 0 not distinguishable."]
+        "- In the ns-3 twin: of the 3 claims judged as planned, 1 holds, 1 differs, "
+        "1 not distinguishable.",
+        "- Of the 2 claims that differ on the switch and were judged in the twin: 1 differs "
+        "in the twin too (the paper as we read it is a cause, the table says where), 1 holds "
+        "there (the switch is the cause), 0 not distinguishable there."]

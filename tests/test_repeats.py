@@ -59,6 +59,14 @@ def test_a_claim_at_several_points():
     assert stats.claim_row("c", []) == {"claim": "c", "ours": "-", "verdict": stats.NOT_MEASURED}
     row = stats.claim_row("c", [("15f: a", H), ("60f: b", U)])
     assert row["verdict"] == U and row["ours"].endswith("-- not at 60f")
+    # The points, and where it did not hold, read back from the text (names with ", ").
+    row = stats.claim_row("c", [("4f codel, rate halved: 0.3 s", H), ("4f pie: 9 s", D),
+                                ("16f codel, rate halved: 9 s", D), ("16f pie: 1 s", H)])
+    assert stats.points_of(row) == (["4f codel, rate halved", "4f pie",
+                                     "16f codel, rate halved", "16f pie"],
+                                    ["4f pie", "16f codel, rate halved"])
+    assert stats.points_of(stats.claim_row("c", [("15f: a", D)])) == (["15f"], ["15f"])
+    assert stats.points_of(stats.claim_row("c", [("15f: a", H)])) == (["15f"], [])
 
 
 def test_combining_keeps_structure_and_the_runs():
