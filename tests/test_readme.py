@@ -2,14 +2,18 @@
 
 - The tour's switch block: test_the_readme_tour_runs_as_written runs its lines in order in a
   network namespace of its own (so `veth1`, 127.0.0.1:9559 and Thrift's 9090 are the
-  namespace's), as root (`sudo` runs its command), with the toolchain's
-  simple_switch_grpc first on PATH and the controller's socket in the test's folder
-  ($P4AQM_SOCKET). A line ending in `&` runs in the background; Ctrl-C (SIGINT) stops those
-  before the line that deletes the interfaces, as the README says. Each line's effect is
-  checked (TOUR_CHECKS); a line no check knows fails test_every_readme_command_is_covered.
-- `make run` (5 min): test_make_run_s_command_draws_the_readme_figure runs the command
-  `make -n run` prints, with `--only 'red*'` (the two configurations of the README's
-  figure) into a temporary folder, then the README's figure command on that folder.
+  namespace's) and a mount namespace of its own whose /run/netns is empty (so the hosts'
+  namespaces, `h1` and `h2`, are the tour's and no one else's), as root (`sudo` runs its
+  command), with the toolchain's simple_switch_grpc first on PATH and the controller's
+  socket in the test's folder ($P4AQM_SOCKET). A line ending in `&` runs in the background;
+  Ctrl-C (SIGINT) stops those, last started first, before the line that deletes the
+  hosts, as the README says. Each line's effect is checked (TOUR_CHECKS): the pings fill
+  port 2's queue, and `watch --once` shows it with its marks, at the maxp the tour set;
+  a line no check knows fails test_every_readme_command_is_covered.
+- `sudo make run` (5 min): test_make_run_s_command_draws_the_readme_figure runs the
+  command `make -n run` prints, with `--only 'red*'` (the two configurations of the
+  README's figure) into a temporary folder, then the README's figure command on that
+  folder.
 - `make setup` and `make test`: what CI runs (`.ci/run`) on a clean clone; no test can run
   apt. `make setup P4LANG=1` adds one step, `python -m tooling.p4lang_packages`,
   whose place in the recipe and whose behaviour tests/test_p4lang_packages.py checks
@@ -110,6 +114,7 @@ def p4lang_step_checked_elsewhere(command: str) -> None:
 
 
 def run_by_the_demo_test(command: str) -> None:
+    assert command.split()[-2:] == ["make", "run"]
     assert make_run_command()[-3:] == ["experiments", "run", "demo"]
 
 
@@ -143,7 +148,7 @@ COVERED: dict[str, Callable[[str], None]] = {
     "make setup": run_by_ci,
     "make test": run_by_ci,
     "make setup P4LANG=1": p4lang_step_checked_elsewhere,
-    "make run": run_by_the_demo_test,
+    "sudo make run": run_by_the_demo_test,
     "make smoke BACKEND=ns3": run_by_the_twin_test,
     "sudo .venv/bin/python -m pytest tests/algorithms/test_red.py -v": collected_by_make_test,
     "make docs": built_by_test_docs,
@@ -156,11 +161,29 @@ COVERED: dict[str, Callable[[str], None]] = {
 
 @dataclass
 class Tour:
-    """The README's lines, run in a namespace of their own."""
+    """The README's lines, run in a network namespace of their own and a mount namespace
+    whose /run/netns is the tour's (`ip netns add h1` makes a namespace only the tour sees;
+    it goes when the holder of that mount namespace ends)."""
 
     ns: NetNS
     folder: Path
     background: list[tuple[str, subprocess.Popen]] = field(default_factory=list)
+    holder: subprocess.Popen | None = None
+
+    def enter(self) -> None:
+        """The mount namespace: a shell in the tour's network namespace that mounts an
+        empty /run/netns and then waits on its stdin (it ends when the test does)."""
+        self.holder = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns.name, "unshare", "--mount", "--propagation",
+             "private", "sh", "-c", "mount -t tmpfs tour /run/netns && echo ready && exec cat"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.holder.stdout.readline().strip() == "ready", "no mount namespace"
+
+    def leave(self) -> None:
+        if self.holder is not None:
+            self.holder.stdin.close()
+            self.holder.wait(10)
+            self.holder = None
 
     @property
     def env(self) -> dict[str, str]:
@@ -170,19 +193,23 @@ class Tour:
                 # The controller's live changes are saved here, not beside docs/aqm.toml.
                 "P4AQM_STATE_DIR": str(self.folder)}
 
+    def inside(self, *words: str) -> list[str]:
+        assert self.holder is not None
+        return ["nsenter", f"--target={self.holder.pid}", "--mount", "--net",
+                f"--wd={REPO}", *words]
+
     def run(self, line: str) -> subprocess.CompletedProcess[str]:
         # As root, `sudo` runs its command.
         script = f'sudo() {{ "$@"; }}\n{line}'
-        return subprocess.run(["ip", "netns", "exec", self.ns.name, "sh", "-c", script],
-                              cwd=REPO, env=self.env, capture_output=True, text=True, timeout=60)
+        return subprocess.run(self.inside("sh", "-c", script), env=self.env,
+                              capture_output=True, text=True, timeout=60)
 
     def start(self, line: str) -> subprocess.Popen:
         words = shlex.split(line.removesuffix("&"))
         words = words[1:] if words[0] == "sudo" else words
         log = open(self.folder / f"{Path(words[0]).name}.log", "w")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns.name, *words], cwd=REPO,
-                                env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(self.inside(*words), env=self.env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.background.append((words[0], proc))
         return proc
@@ -219,10 +246,25 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
-def veth_added(tour: Tour, line: str, m: re.Match) -> None:
+def hosts_added(tour: Tour, line: str, m: re.Match) -> None:
     ok(tour.run(line))
-    for end in m.group(1, 2):
-        assert tour.ns.exec("ip", "link", "show", end)
+    listed = ok(tour.run("ip netns list")).split()
+    assert set(m.group(1, 2)) <= set(listed), listed
+
+
+def host_wired(tour: Tour, line: str, m: re.Match) -> None:
+    ok(tour.run(line))
+    port, end, mac, host = m.group(1, 2, 3, 4)
+    assert re.search(r"<[^>]*\bUP\b", ok(tour.run(f"ip -o link show {port}")))
+    shown = ok(tour.run(f"ip -n {host} -d link show {end}"))
+    assert f"link/ether {mac} " in shown and "NOARP" in shown, shown
+
+
+def host_addressed(tour: Tour, line: str, m: re.Match) -> None:
+    ok(tour.run(line))
+    host, end, address = m.group(1, 2, 4)
+    shown = ok(tour.run(f"ip -n {host} -br address show {end}"))
+    assert "UP" in shown and address in shown, shown
 
 
 def switch_started(tour: Tour, line: str, m: re.Match) -> None:
@@ -266,47 +308,99 @@ def parameters_set(tour: Tour, line: str, m: re.Match) -> None:
     ok(tour.run(line))
     port = tour.state()["ports"][m.group(1)]
     assert port["algorithm"] == m.group(2)
+    # No loop adapts the port: what the tour sets stays set.
+    assert port["loop"] is None, port["loop"]
     for setting in m.group(3).split():
         name, value = setting.split("=")
         assert port["params"][name] == pytest.approx(float(value)), (name, port)
 
 
+def tour_set() -> tuple[str, str]:
+    """The port the tour sets, and what it sets there (`red_ecn minth=10 ...`)."""
+    line = next(line for line in tour_block() if "aqmctl set " in line)
+    port, what = line.split("aqmctl set ", 1)[1].split(" ", 1)
+    return port, what
+
+
+def traffic_started(tour: Tour, line: str, m: re.Match) -> None:
+    """The pings fill the port's queue: wait (bounded) for a telemetry record of a queue
+    and for CE marks (the pings are ECT(0), `-Q 2`)."""
+    proc = tour.start(line)
+    port, _ = tour_set()
+    deadline = time.monotonic() + 20
+    while True:
+        assert proc.poll() is None, tour.log("ip")
+        view = tour.state()["ports"][port]
+        if view["telemetry"] and view["telemetry"]["qdepth"] > 0 \
+                and view["counters"]["marks_ce"] > 0:
+            break
+        assert time.monotonic() < deadline, f"no queue at port {port} in 20 s: {view}"
+        time.sleep(0.3)
+
+
 def live_view(tour: Tour, line: str, m: re.Match) -> None:
+    """The live view shows the queue moving at the port the tour set: its average and depth,
+    packets and marks per second, and the maxp the tour set (no loop moved it)."""
     out = ok(tour.run(line))
+    (tour.folder / "watch.txt").write_text(out)
+    print(out)
     assert "connected" in out
     for port, view in tour.state()["ports"].items():
         assert re.search(rf"│\s+{port} │\s+{view['algorithm']} │", out), out
+    port, what = tour_set()
+    settings = dict(s.split("=") for s in what.split()[1:])
+    row = re.search(rf"│\s+{port} │\s+\w+ │(.*)│\s*$", out, re.M)
+    assert row, out
+    avg, depth, pmax, _, pkts, marks, drops, loop = [c.strip() for c in row.group(1).split("│")]
+    assert float(avg) > 0 and int(depth) > 0, out
+    assert float(pkts) > 0 and float(marks) > 0, out
+    assert float(pmax) == pytest.approx(float(settings["maxp"])) and loop == "-", out
+    # docs/tour.md shows a run's output: the same columns.
+    def columns(table: str) -> list[str]:
+        return re.search(r"^┃(.*)┃\s*$", table, re.M).group(1).split()
+    shown = re.search(r"```text\n(.*?)```", (REPO / "docs" / "tour.md").read_text(), re.S)
+    assert shown and columns(shown.group(1)) == columns(out), out
 
 
 def change_log(tour: Tour, line: str, m: re.Match) -> None:
     out = ok(tour.run(line))
-    set_line = next(line for line in tour_block() if " set " in line)
-    changed = set_line.split(" set ", 1)[1].split(" ", 1)
-    assert f"port {changed[0]} cli: {changed[1]}" in out, out
+    port, what = tour_set()
+    assert f"port {port} cli: {what}" in out, out
     assert "switch: connected to 127.0.0.1:9559: pipeline pushed" in out, out
 
 
-def interfaces_deleted(tour: Tour, line: str, m: re.Match) -> None:
-    # `fg` and Ctrl-C first, as the README says: the controller, then the switch.
+def hosts_deleted(tour: Tour, line: str, m: re.Match) -> None:
+    # `fg` and Ctrl-C first, as the README says: the ping, the controller, the switch.
     names = [name for name, _ in reversed(tour.background)]
     statuses = tour.stop_background(signal.SIGINT)
-    assert names == [".venv/bin/aqmctl", "simple_switch_grpc"]
-    assert statuses[0] in (0, 130, -signal.SIGINT), tour.log("aqmctl")
+    assert names == ["ip", ".venv/bin/aqmctl", "simple_switch_grpc"]
+    assert statuses[1] in (0, 130, -signal.SIGINT), tour.log("aqmctl")
     ok(tour.run(line))
-    links = tour.ns.exec("ip", "-o", "link", "show")
-    assert all(f" {name}" not in links for name in m.group(1, 2)), links
+    assert set(m.group(1, 2)).isdisjoint(ok(tour.run("ip netns list")).split())
+    # Their veths go with them, once the kernel has dismantled the namespaces.
+    deadline = time.monotonic() + 10
+    while "veth" in (links := ok(tour.run("ip -o link show"))):
+        assert time.monotonic() < deadline, links
+        time.sleep(0.2)
 
 
 TOUR_CHECKS: list[tuple[re.Pattern[str], Callable[[Tour, str, re.Match], None]]] = [
-    (re.compile(r"sudo ip link add (\S+) type veth peer name (\S+)"), veth_added),
+    (re.compile(r"sudo ip netns add (\w+) && sudo ip netns add (\w+)"), hosts_added),
+    (re.compile(r"sudo ip link add (\S+) up type veth peer name (\S+) address (\S+) arp off "
+                r"netns (\S+)"), host_wired),
+    (re.compile(r"sudo ip -n (\S+) link set (\S+) up && sudo ip -n \1 address add "
+                r"((\S+)/\d+) dev \2"), host_addressed),
     (re.compile(r"sudo simple_switch_grpc --no-p4 .* --grpc-server-addr 127\.0\.0\.1:9559 "
                 r"--cpu-port 510 &"), switch_started),
     (re.compile(r"\.venv/bin/aqmctl serve (\S+) &"), controller_serving),
     (re.compile(r"\.venv/bin/aqmctl show"), ports_shown),
     (re.compile(r"\.venv/bin/aqmctl set (\d+) (\w+) ((?:\w+=\S+ ?)+)"), parameters_set),
+    # Bounded: -w, seconds at most.
+    (re.compile(r"sudo ip netns exec (\S+) ping -f -l \d+ -Q 2 -w \d+ -q (\S+) &"),
+     traffic_started),
     (re.compile(r"\.venv/bin/aqmctl watch --once"), live_view),
     (re.compile(r"\.venv/bin/aqmctl events"), change_log),
-    (re.compile(r"sudo ip link del (\S+) && sudo ip link del (\S+)"), interfaces_deleted),
+    (re.compile(r"sudo ip netns del (\S+) && sudo ip netns del (\S+)"), hosts_deleted),
 ]
 
 
@@ -346,9 +440,12 @@ def test_the_tour_page_shows_the_readme_s_commands():
 def test_the_readme_tour_runs_as_written(can_start_switch, tmp_path):
     if not (REPO / "build" / "p4aqm.json").is_file():
         pytest.skip("needs the compiled program in build/ (make build)")
+    if shutil.which("ping") is None or shutil.which("nsenter") is None:
+        pytest.skip("needs ping and nsenter (iputils-ping, util-linux)")
     ns = NetNS.create(f"p4aqm-{secrets.token_hex(3)}-tour")
     tour = Tour(ns, tmp_path)
     try:
+        tour.enter()
         for line in tour_block():
             found = tour_check(line)
             assert found, f"README tour line {line!r}: no check in TOUR_CHECKS"
@@ -358,6 +455,7 @@ def test_the_readme_tour_runs_as_written(can_start_switch, tmp_path):
         assert (tmp_path / "aqm.state.json").is_file()
     finally:
         tour.stop_background(signal.SIGTERM)
+        tour.leave()
         ns.delete()
 
 
