@@ -25,14 +25,23 @@ endif
 ifeq ($(P4LANG),1)
 APT_PACKAGES += ca-certificates curl gnupg
 endif
+# P4=source (see setup) builds p4c, BMv2 and PI from p4lang's sources.
+ifneq ($(filter-out source,$(P4)),)
+$(error P4=$(P4): use P4=source to build p4c, BMv2 and PI from p4lang's sources, or leave it unset)
+endif
+ifeq ($(P4)$(P4LANG),source1)
+$(error P4=source and P4LANG=1: choose one way to install p4c and BMv2)
+endif
 
 EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7 e8 e9
 .PHONY: setup build test run bench docs docs-serve clean $(EXPERIMENTS) transport
 
 ## setup: install Debian packages and the Python environment, then build the P4 program;
 ##        P4LANG=1 also installs p4c and BMv2, before the build, from p4lang's packages where
-##        p4lang publishes them (tooling/p4lang_packages.py); without it only apt's
-##        usual sources and PyPI are contacted
+##        p4lang publishes them (tooling/p4lang_packages.py); P4=source builds p4c, BMv2 and
+##        PI from p4lang's repositories at pinned versions into .toolchain/ (or
+##        $P4AQM_TOOLCHAIN; tooling/source_build.py, about 1-2 hours on 2 cores; a second
+##        run does nothing); without either only apt's usual sources and PyPI are contacted
 setup:
 	@if command -v "$(PYTHON)" > /dev/null; then $(PYTHON_OK); fi
 	@if [ "$$(id -u)" = 0 ]; then \
@@ -46,6 +55,9 @@ setup:
 	$(PY) -m pip install -q -e '.[test,sweep,docs]'
 ifeq ($(P4LANG),1)
 	$(PY) -m tooling.p4lang_packages
+endif
+ifeq ($(P4),source)
+	$(PY) -m tooling.source_build
 endif
 	@if $(PY) -c 'import sys; from tooling import toolchain; sys.exit(toolchain.find("p4c") is None)'; then \
 	  $(MAKE) --no-print-directory build; \

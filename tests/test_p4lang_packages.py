@@ -104,10 +104,12 @@ def forbidden_runner(argv: Sequence[str], stdin: bytes | None, capture: bool) ->
 
 @pytest.fixture
 def bins(tmp_path, monkeypatch):
-    """No P4 tool anywhere: no P4AQM_* variable, an empty /opt/p4/bin stand-in, a PATH of
-    one empty folder. Returns that folder, where a test may put executables."""
-    for variable in toolchain.TOOL_ENV.values():
+    """No P4 tool anywhere: no P4AQM_* variable, no source build, an empty /opt/p4/bin
+    stand-in, a PATH of one empty folder. Returns that folder, where a test may put
+    executables."""
+    for variable in (*toolchain.TOOL_ENV.values(), toolchain.PREFIX_ENV):
         monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(toolchain, "REPO_PREFIX", tmp_path / "no-source-build")
     monkeypatch.setattr(toolchain, "DEFAULT_BIN", tmp_path / "opt-p4-bin")
     path = tmp_path / "usr-bin"
     path.mkdir()
