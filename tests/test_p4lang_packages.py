@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from support.make import SETUP_VARIABLES, make_dry_run
 from tooling import toolchain
 from tooling.p4lang_packages import (
     CommandFailed, Distribution, OsReleaseError, main, parse_os_release, plan, read_distribution,
@@ -393,15 +394,6 @@ def test_the_real_runner_turns_failures_into_one_line(argv, why):
 
 # --- the Makefile -----------------------------------------------------------------------------
 
-def make_dry_run(*arguments: str) -> subprocess.CompletedProcess[str]:
-    if shutil.which("make") is None:
-        pytest.skip("needs make")
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("P4LANG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    return subprocess.run(["make", "-n", *arguments], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
-
-
 def test_make_setup_p4lang_1_runs_the_module_between_the_venv_and_the_build():
     made = make_dry_run("setup", "P4LANG=1")
     assert made.returncode == 0, made.stderr
@@ -441,8 +433,7 @@ def test_make_setup_refuses_a_python_older_than_3_11_before_apt(tmp_path):
             ("sudo", f"echo sudo >> {reached}; exit 1")):
         (bin_dir / name).write_text(f"#!/bin/sh\n{script}\n")
         (bin_dir / name).chmod(0o755)
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("P4LANG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    env = {key: value for key, value in os.environ.items() if key not in SETUP_VARIABLES}
     env["PATH"] = f"{bin_dir}:{env.get('PATH', '/usr/bin:/bin')}"
     made = subprocess.run(["make", "setup", "PYTHON=python3"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)

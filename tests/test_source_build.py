@@ -7,8 +7,6 @@ here, the steps that run are shell one-liners, and `make` only prints its recipe
 
 from __future__ import annotations
 
-import io
-import os
 import re
 import shutil
 import signal
@@ -21,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from support.make import make_dry_run
 from tooling import source_build, toolchain
+from tooling.build_steps import BuildError, Run, Step, Write, dependents, fingerprints, pending
 from tooling.source_build import (
-    PINS, BuildError, Builder, Layout, Pin, Run, Sources, Step, Unpack, Write, dependents,
-    fingerprints, main, parse_overrides, pending, source_url, steps,
+    PINS, Layout, Pin, Sources, Unpack, main, parse_overrides, source_url, steps,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,6 +114,10 @@ def layout(tmp_path) -> Layout:
     return Layout(tmp_path / "prefix", tmp_path / "prefix" / "work")
 
 
+def plan_of(layout: Layout) -> tuple[Step, ...]:
+    return steps(layout, Sources(source_build.DEFAULT_SOURCES, {}, layout.cache))
+
+
 def configure_of(plan, name: str) -> tuple[str, ...]:
     step = next(step for step in plan if step.name == name)
     return next(action.argv for action in step.actions
@@ -122,7 +125,7 @@ def configure_of(plan, name: str) -> tuple[str, ...]:
 
 
 def test_the_steps_and_what_each_builds_on(layout):
-    plan = steps(layout)
+    plan = plan_of(layout)
     assert [(step.name, step.after) for step in plan] == [
         ("pi-configure", ()),
         ("pi-build", ("pi-configure",)),
@@ -137,7 +140,7 @@ def test_the_steps_and_what_each_builds_on(layout):
 
 
 def test_bmv2_has_pi_and_thrift_and_the_perf_build_no_logging_macros(layout):
-    plan = steps(layout)
+    plan = plan_of(layout)
     bmv2 = configure_of(plan, "bmv2-configure")
     perf = configure_of(plan, "bmv2-perf-configure")
     for argv in (bmv2, perf):
@@ -150,25 +153,28 @@ def test_bmv2_has_pi_and_thrift_and_the_perf_build_no_logging_macros(layout):
 
 
 def test_pi_gets_its_submodules_in_place_and_p4c_its_p4runtime(layout):
-    plan = {step.name: step for step in steps(layout)}
+    plan = {step.name: step for step in plan_of(layout)}
     pi = layout.build / "PI"
-    assert [action for action in plan["pi-configure"].actions if isinstance(action, Unpack)] \
-        == [Unpack("PI", pi), Unpack("p4runtime-PI", pi / "proto/p4runtime"),
-            Unpack("gnmi", pi / "proto/openconfig/gnmi"),
-            Unpack("uthash", pi / "third_party/uthash"),
-            Unpack("googletest", pi / "third_party/googletest")]
+    assert [(action.pin, action.into) for action in plan["pi-configure"].actions
+            if isinstance(action, Unpack)] == [
+        (PINS["PI"], pi), (PINS["p4runtime-PI"], pi / "proto/p4runtime"),
+        (PINS["gnmi"], pi / "proto/openconfig/gnmi"),
+        (PINS["uthash"], pi / "third_party/uthash"),
+        (PINS["googletest"], pi / "third_party/googletest")]
     cmake = configure_of(plan.values(), "p4c-configure")
     assert "-DFETCHCONTENT_FULLY_DISCONNECTED=ON" in cmake
     assert f"-DFETCHCONTENT_SOURCE_DIR_P4RUNTIME={layout.build / 'p4c/p4runtime'}" in cmake
-    assert Unpack("p4runtime-p4c", layout.build / "p4c/p4runtime") in \
-        plan["p4c-configure"].actions
+    assert [(action.pin, action.into) for action in plan["p4c-configure"].actions
+            if isinstance(action, Unpack)] == [
+        (PINS["p4c"], layout.build / "p4c/source"),
+        (PINS["p4runtime-p4c"], layout.build / "p4c/p4runtime")]
     assert {"-DENABLE_EBPF=OFF", "-DENABLE_DPDK=OFF", "-DP4C_USE_PREINSTALLED_PROTOBUF=ON",
             f"-DCMAKE_INSTALL_PREFIX={layout.prefix}"} <= set(cmake)
 
 
 def test_versions_say_the_pinned_commits_without_git_metadata(layout):
     """A tree from git archive has no .git: BMv2 reads VERSION-build, p4c P4C_VERSION."""
-    plan = {step.name: step for step in steps(layout)}
+    plan = {step.name: step for step in plan_of(layout)}
     assert Write(layout.build / "bmv2/VERSION-build", "693e69e6\n") in \
         plan["bmv2-configure"].actions
     cmake = next(action for action in plan["p4c-configure"].actions
@@ -177,18 +183,25 @@ def test_versions_say_the_pinned_commits_without_git_metadata(layout):
 
 
 def test_a_changed_pin_redoes_its_steps_and_those_after_them_only(layout, monkeypatch):
-    before = fingerprints(steps(layout))
+    before = fingerprints(plan_of(layout))
     monkeypatch.setitem(source_build.PINS, "p4c", replace(PINS["p4c"], commit="0" * 40))
-    after = fingerprints(steps(layout))
+    after = fingerprints(plan_of(layout))
     changed = {name for name in before if before[name] != after[name]}
     assert changed == {"p4c-configure", "p4c-build", "check"}
-    assert dependents(steps(layout), "pi-build") == [
+    assert dependents(plan_of(layout), "pi-build") == [
         "bmv2-configure", "bmv2-build", "bmv2-perf-configure", "bmv2-perf-build", "check"]
+
+
+def test_where_the_sources_come_from_is_not_an_input(layout):
+    """The same commits from a mirror build the same: switching URLs redoes nothing."""
+    mirrored = steps(layout, Sources("/srv/{owner}+{name}", {"p4lang/p4c": "/p4c"},
+                                     layout.cache))
+    assert fingerprints(mirrored) == fingerprints(plan_of(layout))
 
 
 def test_the_number_of_jobs_is_not_an_input(layout):
     """-j is added when a command runs: a run with other --jobs resumes, it does not redo."""
-    plan = steps(layout)
+    plan = plan_of(layout)
     parallel = [action for step in plan for action in step.actions
                 if isinstance(action, Run) and action.parallel]
     assert len(parallel) == 4 and all("-j" not in action.argv for action in parallel)
@@ -220,10 +233,10 @@ def test_a_bad_override_is_one_clear_error(item, message):
 def test_a_local_clone_is_read_in_place_and_checked(mirror, tmp_path):
     root, template = mirror
     sources = Sources(template, {}, tmp_path / "cache")
-    assert sources.ensure("p4c", print) is False
+    assert sources.ensure(source_build.PINS["p4c"], print) is False
     assert sources.git_dir(source_build.PINS["p4c"]) == (root / "p4lang+p4c" / ".git", True)
     assert not (tmp_path / "cache").exists()
-    sources.unpack("p4c", tmp_path / "tree")
+    sources.unpack(source_build.PINS["p4c"], tmp_path / "tree")
     # The excluded path (a snapshot may lack it) is left out; the rest is the pinned tree.
     assert sorted(path.name for path in (tmp_path / "tree").iterdir()) == ["README"]
 
@@ -237,7 +250,7 @@ def test_a_local_clone_at_another_commit_is_refused(mirror, tmp_path):
     with pytest.raises(BuildError, match=rf"^p4lang/p4c at {re.escape(str(clone))}: v1 is "
                                          rf"[0-9a-f]{{40}}, pinned "
                                          rf"{source_build.PINS['p4c'].commit}$"):
-        Sources(template, {}, tmp_path / "cache").ensure("p4c", print)
+        Sources(template, {}, tmp_path / "cache").ensure(source_build.PINS["p4c"], print)
 
 
 def test_a_remote_is_fetched_once_into_the_cache(mirror, tmp_path):
@@ -247,14 +260,15 @@ def test_a_remote_is_fetched_once_into_the_cache(mirror, tmp_path):
     template = f"file://{root}/{{owner}}+{{name}}"
     said: list[str] = []
     sources = Sources(template, {}, tmp_path / "cache")
-    assert sources.ensure("p4c", said.append) is True
-    assert sources.ensure("gnmi", said.append) is True
+    pins = source_build.PINS
+    assert sources.ensure(pins["p4c"], said.append) is True
+    assert sources.ensure(pins["gnmi"], said.append) is True
     assert said == [f"  fetching p4lang/p4c v1 from file://{root}/p4lang+p4c",
                     f"  fetching openconfig/gnmi {source_build.PINS['gnmi'].commit} from "
                     f"file://{root}/openconfig+gnmi"]
     again = Sources(template, {}, tmp_path / "cache")
-    assert again.ensure("p4c", said.append) is False and len(said) == 2
-    again.unpack("gnmi", tmp_path / "gnmi")
+    assert again.ensure(pins["p4c"], said.append) is False and len(said) == 2
+    again.unpack(pins["gnmi"], tmp_path / "gnmi")
     assert (tmp_path / "gnmi" / "README").read_text() == "openconfig/gnmi\n"
 
 
@@ -262,7 +276,7 @@ def test_a_fetch_that_fails_names_the_repository_and_the_url(mirror, tmp_path):
     sources = Sources("file:///nowhere/{owner}+{name}", {}, tmp_path / "cache")
     with pytest.raises(BuildError, match=r"^cannot fetch p4lang/p4c v1 from "
                                          r"file:///nowhere/p4lang\+p4c: "):
-        sources.ensure("p4c", print)
+        sources.ensure(source_build.PINS["p4c"], print)
 
 
 # --- stamps: a second run does nothing, an interrupted one resumes -----------------------------
@@ -279,8 +293,9 @@ def tiny(tmp_path, mirror, monkeypatch):
     layout = Layout(tmp_path / "prefix", tmp_path / "prefix" / "work")
     tree = layout.build / "tree"
     log = tmp_path / "runs.txt"
+    sources = Sources(template, {}, layout.cache)
     plan = (
-        Step("one", "unpack", (Unpack("gnmi", tree),
+        Step("one", "unpack", (Unpack(source_build.PINS["gnmi"], tree, sources),
                                Run(("sh", "-c", f"echo one >> {log}"), layout.work)),
              fresh=tree),
         shell_step("two", f"test ! -e {tmp_path / 'fail'} && echo two >> {log}", layout.work,
@@ -288,7 +303,7 @@ def tiny(tmp_path, mirror, monkeypatch):
         shell_step("three", f"echo three >> {log}", layout.work, after=("two",)),
     )
     layout.work.mkdir(parents=True)
-    monkeypatch.setattr(source_build, "steps", lambda layout_: plan)
+    monkeypatch.setattr(source_build, "steps", lambda layout_, sources_: plan)
     args = ["--prefix", str(layout.prefix), "--sources", template, "--no-packages",
             "--os-release", str(write(tmp_path / "os-release", DEBIAN_12))]
     return layout, log, args
@@ -324,9 +339,10 @@ def test_a_failed_run_resumes_at_the_step_that_failed(tiny, tmp_path, capsys):
     assert main(args) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: two: `sh -c ")
-    assert f"(whole log: {layout.logs / 'two.log'})" in err
+    assert f"(whole log: {layout.work / 'logs' / 'two.log'})" in err
     assert not (layout.prefix / toolchain.MANIFEST).exists()
-    assert pending(source_build.steps(layout), layout.stamps) == ["two", "three"]
+    assert pending(source_build.steps(layout, None), layout.work / "stamps") == [
+        "two", "three"]
     (tmp_path / "fail").unlink()
     assert main(args) == 0
     assert runs(log) == ["one", "two", "three"]
@@ -341,7 +357,7 @@ def test_redoing_a_step_redoes_those_after_it_and_starts_fresh(tiny, capsys):
     assert main(args) == 0
     stray = layout.build / "tree" / "stray"
     stray.write_text("left by an earlier build\n")
-    (layout.stamps / "one").unlink()
+    (layout.work / "stamps" / "one").unlink()
     assert main(args) == 0
     assert runs(log) == ["one", "two", "three", "one", "two", "three"]
     assert not stray.exists()
@@ -350,7 +366,7 @@ def test_redoing_a_step_redoes_those_after_it_and_starts_fresh(tiny, capsys):
 def test_dry_run_says_what_is_done_and_what_is_not(tiny, capsys):
     layout, log, args = tiny
     assert main(args) == 0
-    (layout.stamps / "three").unlink()
+    (layout.work / "stamps" / "three").unlink()
     capsys.readouterr()
     assert main([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -425,7 +441,7 @@ from tooling.source_build import Run, Step
 here = Path(sys.argv[1])
 plan = (Step("long", "a compile that takes long",
              (Run(("sh", "-c", f"sleep 300 & echo $! > {here / 'grandchild'}; wait"), here),)),)
-source_build.steps = lambda layout: plan
+source_build.steps = lambda layout, sources: plan
 source_build.PINS = {}
 sys.exit(source_build.main(["--prefix", str(here / "prefix"), "--no-packages",
                             "--os-release", str(here / "os-release")]))
@@ -460,15 +476,6 @@ def process_state(pid: int) -> str:
 
 
 # --- the Makefile -----------------------------------------------------------------------------
-
-def make_dry_run(*arguments: str) -> subprocess.CompletedProcess[str]:
-    if shutil.which("make") is None:
-        pytest.skip("needs make")
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("P4", "P4LANG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    return subprocess.run(["make", "-n", *arguments], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
-
 
 def test_make_setup_p4_source_builds_between_the_venv_and_the_p4_build():
     made = make_dry_run("setup", "P4=source")

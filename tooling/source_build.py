@@ -30,24 +30,22 @@ the pinned tag or commit) into WORK/git. Either way the commit must be the pinne
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import resource
 import shlex
-import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO, Union
+from typing import TextIO
 
 from tooling import toolchain
+from tooling.build_steps import (
+    Action, BuildError, Interrupted, Run, Runner, Stamp, Step, Write, duration, interruptible,
+    pending, summary,
+)
 from tooling.p4lang_packages import OS_RELEASE, Distribution, OsReleaseError, read_distribution
 
 DEFAULT_SOURCES = "https://github.com/{owner}/{name}.git"
@@ -139,55 +137,19 @@ V1Switch(P(), N(), I(), E(), N(), D()) main;
 """
 
 
-class BuildError(RuntimeError):
-    """A step cannot go on; the message says which and why (and where its log is)."""
-
-
-# --- actions: what a step does, as data (the dry run prints them, the stamp hashes them) --
-
-@dataclass(frozen=True)
-class Run:
-    argv: tuple[str, ...]
-    cwd: Path
-    env: tuple[tuple[str, str], ...] = ()
-    parallel: bool = False  # gets -j JOBS (make and cmake --build); not part of the stamp
-
-    def __str__(self) -> str:
-        env = " ".join(f"{key}={shlex.quote(value)}" for key, value in self.env)
-        jobs = " -j JOBS" if self.parallel else ""
-        return f"(cd {shlex.quote(str(self.cwd))} && {env + ' ' if env else ''}" \
-               f"{shlex.join(self.argv)}{jobs})"
-
-
 @dataclass(frozen=True)
 class Unpack:
-    """The pinned tree of one repository into a directory (git archive | tar -x)."""
-    pin: str  # a key of PINS
+    """The pinned tree of one repository into a directory (git archive | tar -x). Where the
+    commit is read from is not an input: the same commit from a mirror builds the same."""
+    pin: Pin
     into: Path
+    sources: Sources = field(repr=False, compare=False)
+
+    def perform(self, runner: Runner, log: TextIO) -> None:
+        self.sources.unpack(self.pin, self.into)
 
     def __str__(self) -> str:
-        return f"unpack {self.pin} into {self.into}"
-
-
-@dataclass(frozen=True)
-class Write:
-    path: Path
-    text: str
-
-    def __str__(self) -> str:
-        return f"write {self.path} ({len(self.text)} bytes)"
-
-
-Action = Union[Run, Unpack, Write]
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    what: str
-    actions: tuple[Action, ...]
-    after: tuple[str, ...] = ()  # steps whose results this one uses
-    fresh: Path | None = None  # emptied before the step runs: it starts from nothing
+        return f"unpack {self.pin.repository} {self.pin.short} into {self.into}"
 
 
 @dataclass(frozen=True)
@@ -206,14 +168,6 @@ class Layout:
         return self.work / "build"
 
     @property
-    def logs(self) -> Path:
-        return self.work / "logs"
-
-    @property
-    def stamps(self) -> Path:
-        return self.work / "stamps"
-
-    @property
     def cache(self) -> Path:
         return self.work / "git"
 
@@ -226,7 +180,8 @@ def _make_install(source: Path) -> tuple[Action, ...]:
     return (Run(("make",), source, parallel=True), Run(("make", "install"), source))
 
 
-def _bmv2(layout: Layout, name: str, prefix: Path, extra: Sequence[str]) -> tuple[Step, Step]:
+def _bmv2(layout: Layout, sources: Sources, name: str, prefix: Path, extra: Sequence[str]
+          ) -> tuple[Step, Step]:
     tree = layout.build / name
     lib = layout.prefix / "lib"
     configure = (
@@ -235,7 +190,7 @@ def _bmv2(layout: Layout, name: str, prefix: Path, extra: Sequence[str]) -> tupl
     return (
         Step(f"{name}-configure", f"BMv2 {PINS['bmv2'].ref} {' '.join(extra) or '(logging on)'}:"
              " unpack, autogen, configure",
-             (Unpack("bmv2", tree),
+             (Unpack(PINS["bmv2"], tree, sources),
               # BMv2's version says the commit (as a git checkout's would), not "unknown".
               Write(tree / "VERSION-build", PINS["bmv2"].short + "\n"),
               *_autotools(tree, configure)),
@@ -245,7 +200,7 @@ def _bmv2(layout: Layout, name: str, prefix: Path, extra: Sequence[str]) -> tupl
     )
 
 
-def steps(layout: Layout) -> tuple[Step, ...]:
+def steps(layout: Layout, sources: Sources) -> tuple[Step, ...]:
     """The build, in order: PI, BMv2 on PI (twice), p4c, then a check of what was built."""
     pi = layout.build / "PI"
     p4c_source = layout.build / "p4c" / "source"
@@ -257,19 +212,19 @@ def steps(layout: Layout) -> tuple[Step, ...]:
     return (
         Step("pi-configure", f"PI {PINS['PI'].short} with its submodules: unpack, autogen, "
              "configure",
-             (Unpack("PI", pi),
-              *(Unpack(pin, pi / path) for pin, path in PI_SUBMODULES.items()),
+             (Unpack(PINS["PI"], pi, sources),
+              *(Unpack(PINS[key], pi / path, sources) for key, path in PI_SUBMODULES.items()),
               *_autotools(pi, (f"--prefix={layout.prefix}", "--with-proto",
                                "--without-internal-rpc", "--without-cli", "--without-bmv2",
                                "--without-sysrepo"))),
              fresh=pi),
         Step("pi-build", f"PI into {layout.prefix}: make, make install", _make_install(pi),
              after=("pi-configure",)),
-        *_bmv2(layout, "bmv2", layout.prefix, ()),
-        *_bmv2(layout, "bmv2-perf", layout.perf,
+        *_bmv2(layout, sources, "bmv2", layout.prefix, ()),
+        *_bmv2(layout, sources, "bmv2-perf", layout.perf,
                ("--disable-logging-macros", "--disable-elogger")),
         Step("p4c-configure", f"p4c {p4c.ref}: unpack, cmake (BMv2 back end only)",
-             (Unpack("p4c", p4c_source), Unpack("p4runtime-p4c", p4runtime),
+             (Unpack(p4c, p4c_source, sources), Unpack(PINS["p4runtime-p4c"], p4runtime, sources),
               Run(("cmake", "-S", str(p4c_source), "-B", str(p4c_tree),
                    "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_INSTALL_PREFIX={layout.prefix}",
                    "-DP4C_USE_PREINSTALLED_PROTOBUF=ON", "-DENABLE_PROTOBUF_STATIC=OFF",
@@ -348,9 +303,8 @@ class Sources:
             return local, True
         return self.cache / pin.repository.replace("/", "+"), False
 
-    def ensure(self, key: str, log: Callable[[str], None]) -> bool:
+    def ensure(self, pin: Pin, log: Callable[[str], None]) -> bool:
         """Make the pin's commit readable; True if it had to be fetched."""
-        pin = PINS[key]
         url = self.url(pin)
         git_dir, local = self.git_dir(pin)
         if local:
@@ -368,16 +322,15 @@ class Sources:
         log(f"  fetching {pin.repository} {pin.ref} from {url}")
         done = _git(git_dir, "fetch", "-q", "--depth", "1", url, ref)
         if done.returncode != 0:
-            raise BuildError(f"cannot fetch {pin.repository} {pin.ref} from {url}: "
-                             f"{done.stderr.strip().splitlines()[-1:] or ['git failed']}")
+            why = (done.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise BuildError(f"cannot fetch {pin.repository} {pin.ref} from {url}: {why}")
         found = _resolves(git_dir, "FETCH_HEAD")
         if found != pin.commit:
             raise BuildError(f"{pin.repository} {pin.ref} from {url} is {found}, "
                              f"pinned {pin.commit}")
         return True
 
-    def unpack(self, key: str, into: Path) -> None:
-        pin = PINS[key]
+    def unpack(self, pin: Pin, into: Path) -> None:
         into.mkdir(parents=True, exist_ok=True)
         pathspec = ["--", ".", *(f":!{path}" for path in pin.exclude)] if pin.exclude else []
         archive = subprocess.Popen(
@@ -391,256 +344,6 @@ class Sources:
         if archive.wait() != 0 or tar.returncode != 0:
             raise BuildError(f"cannot unpack {pin.repository} {pin.short} into {into}: "
                              f"{(error or tar.stderr).strip()}")
-
-
-# --- stamps --------------------------------------------------------------------------------
-
-def fingerprints(plan: Sequence[Step]) -> dict[str, str]:
-    """Each step's inputs, hashed with those of the steps it builds on: a change to a pin or
-    a flag redoes that step and everything after it, and nothing else."""
-    out: dict[str, str] = {}
-    for step in plan:
-        digest = hashlib.sha256()
-        for action in step.actions:
-            digest.update(repr(action).encode())
-            if isinstance(action, Unpack):
-                digest.update(repr(PINS[action.pin]).encode())
-        for before in step.after:
-            digest.update(out[before].encode())
-        out[step.name] = digest.hexdigest()
-    return out
-
-
-def dependents(plan: Sequence[Step], name: str) -> list[str]:
-    """The steps that build on `name`, directly or not."""
-    found: list[str] = []
-    for step in plan:
-        if any(before == name or before in found for before in step.after):
-            found.append(step.name)
-    return found
-
-
-@dataclass(frozen=True)
-class Stamp:
-    fingerprint: str
-    wall: float
-    cpu: float
-    finished: str
-
-    @classmethod
-    def read(cls, path: Path) -> Stamp | None:
-        try:
-            return cls(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
-            return None
-
-
-def pending(plan: Sequence[Step], stamps: Path) -> list[str]:
-    """The steps a run would do: those without a stamp for their current inputs."""
-    prints = fingerprints(plan)
-    todo = []
-    for step in plan:
-        stamp = Stamp.read(stamps / step.name)
-        if stamp is None or stamp.fingerprint != prints[step.name]:
-            todo.append(step.name)
-    return todo
-
-
-# --- running ---------------------------------------------------------------------------------
-
-class Interrupted(Exception):
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_interrupted(signum: int, frame: object) -> None:
-    raise Interrupted(signum)
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def duration(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
-
-
-class Ticker:
-    """While a command runs: its elapsed time and the log's last line, every `every` seconds
-    (one line rewritten in place on a terminal)."""
-
-    def __init__(self, out: TextIO, log: Path, every: float):
-        self.out, self.log, self.every = out, log, every
-        self.started = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._tty = out.isatty()
-
-    def __enter__(self) -> Ticker:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        if self._tty:
-            self.out.write("\r\033[K")
-            self.out.flush()
-
-    def _last_line(self) -> str:
-        try:
-            with open(self.log, "rb") as log:
-                log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
-                lines = log.read().decode(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
-        return lines[-1].strip() if lines else ""
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            line = f"  {duration(time.monotonic() - self.started)}  {self._last_line()}"
-            if self._tty:
-                width = shutil.get_terminal_size().columns - 1
-                self.out.write("\r\033[K" + line[:width])
-            else:
-                self.out.write(line[:160] + "\n")
-            self.out.flush()
-
-
-def run_logged(action: Run, jobs: int, log: TextIO, log_path: Path, out: TextIO,
-               every: float, ceiling: Path) -> None:
-    """One command, its output into the log, in a process group of its own: Ctrl-C or
-    SIGTERM (turned into Interrupted) ends the whole group, make's compilers included."""
-    argv = [*action.argv, "-j", str(jobs)] if action.parallel else list(action.argv)
-    log.write(f"\n+ {action}\n")
-    log.flush()
-    env = {**os.environ, **dict(action.env),
-           # No tool of the build may take a repository around WORK (the project's, when
-           # WORK is in it) for the one it builds.
-           "GIT_CEILING_DIRECTORIES": str(ceiling)}
-    try:
-        child = subprocess.Popen(argv, cwd=action.cwd, env=env, stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    except OSError as err:
-        raise BuildError(f"`{shlex.join(argv)}` could not start: {err.strerror}") from None
-    try:
-        with Ticker(out, log_path, every):
-            status = child.wait()
-    except BaseException:
-        stop_group(child)
-        raise
-    if status != 0:
-        raise BuildError(f"`{shlex.join(argv)}` exited with status {status}")
-
-
-def living(pgid: int) -> list[int]:
-    """The processes of a process group that have not exited (a zombie waits only for its
-    parent, or for init, to collect its status)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in "ZX":
-            found.append(int(stat.parent.name))
-    return found
-
-
-def stop_group(child: subprocess.Popen, grace: float = 10.0) -> None:
-    """SIGTERM to the child's process group; SIGKILL to what is left of it after `grace`
-    seconds. Returns once every process of the group has exited."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + wait
-        while living(child.pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if not living(child.pid):
-            break
-    child.poll()
-
-
-@dataclass
-class Builder:
-    layout: Layout
-    sources: Sources
-    jobs: int
-    out: TextIO = sys.stdout
-    every: float = 30.0  # seconds between progress lines
-
-    def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
-
-    def perform(self, action: Action, log: TextIO, log_path: Path) -> None:
-        if isinstance(action, Run):
-            run_logged(action, self.jobs, log, log_path, self.out, self.every,
-                       self.layout.work)
-        elif isinstance(action, Unpack):
-            log.write(f"\n+ {action}\n")
-            self.sources.unpack(action.pin, action.into)
-        else:
-            action.path.parent.mkdir(parents=True, exist_ok=True)
-            action.path.write_text(action.text)
-
-    def run_step(self, step: Step, number: int, total: int, fingerprint: str,
-                 plan: Sequence[Step]) -> Stamp:
-        layout = self.layout
-        log_path = layout.logs / f"{step.name}.log"
-        self.say(f"[{number}/{total}] {step.name}: {step.what} (log: {log_path})")
-        for name in (step.name, *dependents(plan, step.name)):
-            (layout.stamps / name).unlink(missing_ok=True)
-        if step.fresh is not None and step.fresh.exists():
-            shutil.rmtree(step.fresh)
-        layout.logs.mkdir(parents=True, exist_ok=True)
-        wall, cpu = time.monotonic(), _children_cpu()
-        with open(log_path, "a") as log:
-            log.write(f"\n=== {step.name} {datetime.now().isoformat(timespec='seconds')}\n")
-            for action in step.actions:
-                try:
-                    self.perform(action, log, log_path)
-                except BuildError as err:
-                    raise BuildError(f"{step.name}: {err}\n{tail(log_path)}"
-                                     f"  (whole log: {log_path})") from None
-        stamp = Stamp(fingerprint, time.monotonic() - wall, _children_cpu() - cpu,
-                      datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        layout.stamps.mkdir(parents=True, exist_ok=True)
-        (layout.stamps / step.name).write_text(json.dumps(stamp.__dict__) + "\n")
-        self.say(f"  {step.name} done in {duration(stamp.wall)} (CPU {duration(stamp.cpu)})")
-        return stamp
-
-    def build(self, plan: Sequence[Step]) -> dict[str, Stamp]:
-        """Every step not done yet; the stamps of all of them."""
-        prints = fingerprints(plan)
-        stamps: dict[str, Stamp] = {}
-        manifest = self.layout.prefix / MANIFEST
-        for number, step in enumerate(plan, 1):
-            # Read now: a step that ran before this one removed the stamps that built on it.
-            stamp = Stamp.read(self.layout.stamps / step.name)
-            if stamp is not None and stamp.fingerprint == prints[step.name]:
-                stamps[step.name] = stamp
-                self.say(f"[{number}/{len(plan)}] {step.name}: already done "
-                         f"({duration(stamp.wall)}, {stamp.finished})")
-                continue
-            # From here until the check passes the prefix is not a finished toolchain.
-            manifest.unlink(missing_ok=True)
-            stamps[step.name] = self.run_step(step, number, len(plan), prints[step.name],
-                                              plan)
-        return stamps
-
-
-def tail(log: Path, lines: int = 20) -> str:
-    try:
-        text = log.read_text(errors="replace").splitlines()[-lines:]
-    except OSError:
-        return ""
-    return "".join(f"  | {line}\n" for line in text)
 
 
 # --- packages -----------------------------------------------------------------------------
@@ -681,15 +384,6 @@ def manifest(layout: Layout, sources: Sources, stamps: Mapping[str, Stamp],
         "wall_s": round(sum(stamp.wall for stamp in stamps.values()), 1),
         "cpu_s": round(sum(stamp.cpu for stamp in stamps.values()), 1),
     }
-
-
-def summary(stamps: Mapping[str, Stamp]) -> str:
-    rows = [f"  {name:<20} {duration(stamp.wall):>10} {duration(stamp.cpu):>10}"
-            for name, stamp in stamps.items()]
-    wall = sum(stamp.wall for stamp in stamps.values())
-    cpu = sum(stamp.cpu for stamp in stamps.values())
-    return "\n".join([f"  {'step':<20} {'wall':>10} {'CPU':>10}", *rows,
-                      f"  {'total':<20} {duration(wall):>10} {duration(cpu):>10}"])
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -739,7 +433,6 @@ def main(argv: Sequence[str] | None = None, uid: int | None = None,
          out: TextIO | None = None) -> int:
     args = parser().parse_args(argv)
     out = out or sys.stdout
-    say = lambda text: print(text, file=out, flush=True)  # noqa: E731
     try:
         if args.jobs < 1:
             raise BuildError(f"--jobs {args.jobs}: at least 1")
@@ -747,9 +440,8 @@ def main(argv: Sequence[str] | None = None, uid: int | None = None,
         layout = Layout(prefix, (args.work or prefix / "work").resolve())
         sources = Sources(args.sources or os.environ.get(SOURCES_ENV) or DEFAULT_SOURCES,
                           parse_overrides(args.url), layout.cache)
-        plan = steps(layout)
         distribution = read_distribution(args.os_release)
-        packages = packages_for(distribution)
+        packages = None if args.no_packages else packages_for(distribution)
         if packages is None and not args.no_packages:
             supported = ", ".join(f"{name} {version}" for name, version in PACKAGES)
             raise BuildError(
@@ -757,18 +449,20 @@ def main(argv: Sequence[str] | None = None, uid: int | None = None,
                 "install the equivalents of docs/install.md's list and run again with "
                 "--no-packages")
         uid = os.geteuid() if uid is None else uid
+        runner = Runner(layout.work, args.jobs, out, args.progress_every)
+        plan = steps(layout, sources)
         if args.dry_run:
-            return dry_run(layout, sources, plan, packages if not args.no_packages else None,
-                           uid, say)
-        return build(layout, sources, plan, packages if not args.no_packages else None,
-                     distribution, uid, args.jobs, args.progress_every, out)
+            dry_run(layout, sources, plan, packages, uid, runner)
+            return 0
+        return build(layout, sources, plan, packages, distribution, uid, runner)
     except (BuildError, OsReleaseError, toolchain.ToolMissing) as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 1
 
 
 def dry_run(layout: Layout, sources: Sources, plan: Sequence[Step],
-            packages: Sequence[str] | None, uid: int, say: Callable[[str], None]) -> int:
+            packages: Sequence[str] | None, uid: int, runner: Runner) -> None:
+    say = runner.say
     say(f"source build (dry run) into {layout.prefix}, work in {layout.work}")
     if packages is not None:
         for command in install_commands(packages, uid):
@@ -776,58 +470,59 @@ def dry_run(layout: Layout, sources: Sources, plan: Sequence[Step],
         say("  (only when some are not installed, and only those)")
     for key, pin in PINS.items():
         say(f"source {key}: {pin.repository} {pin.ref} = {pin.commit} from {sources.url(pin)}")
-    todo = set(pending(plan, layout.stamps))
+    todo = set(pending(plan, runner.stamps))
     for number, step in enumerate(plan, 1):
         state = "to do" if step.name in todo else "already done"
         say(f"[{number}/{len(plan)}] {step.name} ({state}): {step.what}")
         for action in step.actions:
             say(f"    {action}")
-    return 0
+
+
+def install_packages(packages: Sequence[str], uid: int, say: Callable[[str], None]) -> None:
+    missing = missing_packages(packages)
+    if not missing:
+        say(f"packages: all {len(packages)} build dependencies installed")
+        return
+    say(f"packages: installing {len(missing)} of {len(packages)}: {' '.join(missing)}")
+    for command in install_commands(missing, uid):
+        if subprocess.run(command).returncode != 0:
+            raise BuildError(f"`{shlex.join(command)}` failed")
 
 
 def build(layout: Layout, sources: Sources, plan: Sequence[Step],
-          packages: Sequence[str] | None, distribution: Distribution, uid: int, jobs: int,
-          every: float, out: TextIO) -> int:
-    say = lambda text: print(text, file=out, flush=True)  # noqa: E731
+          packages: Sequence[str] | None, distribution: Distribution, uid: int,
+          runner: Runner) -> int:
+    say = runner.say
     started = time.monotonic()
-    say(f"source build into {layout.prefix} ({jobs} jobs; work in {layout.work})")
-    previous = {sig: signal.signal(sig, _raise_interrupted)
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    builder = Builder(layout, sources, jobs, out, every)
-    try:
-        if packages is not None:
-            missing = missing_packages(packages)
-            if missing:
-                say(f"packages: installing {len(missing)} of {len(packages)}: "
-                    f"{' '.join(missing)}")
-                for command in install_commands(missing, uid):
-                    if subprocess.run(command).returncode != 0:
-                        raise BuildError(f"`{shlex.join(command)}` failed")
-            else:
-                say(f"packages: all {len(packages)} build dependencies installed")
-        fetched = [key for key in PINS if sources.ensure(key, say)]
-        say(f"sources: {len(PINS)} pinned commits "
-            f"{'present' if not fetched else f'present ({len(fetched)} fetched)'}")
-        todo = pending(plan, layout.stamps)
-        if not todo and (layout.prefix / MANIFEST).is_file():
-            say(f"nothing to do: the toolchain in {layout.prefix} is built from the pinned "
-                f"sources ({MANIFEST})")
-            return 0
-        stamps = builder.build(plan)
-        written = manifest(layout, sources, stamps, distribution)
-        (layout.prefix / MANIFEST).write_text(json.dumps(written, indent=2) + "\n")
-    except Interrupted as stop:
-        current = pending(plan, layout.stamps)
-        print(f"\ninterrupted ({stop}): the child builds are stopped; run the same command "
-              f"again to resume{f' at {current[0]}' if current else ''}", file=sys.stderr)
-        return 128 + stop.signum
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    finished = layout.prefix / MANIFEST
+    say(f"source build into {layout.prefix} ({runner.jobs} jobs; work in {layout.work})")
+    with interruptible():
+        try:
+            if packages is not None:
+                install_packages(packages, uid, say)
+            fetched = [key for key, pin in PINS.items() if sources.ensure(pin, say)]
+            say(f"sources: {len(PINS)} pinned commits present"
+                f"{f' ({len(fetched)} fetched)' if fetched else ''}")
+            if not pending(plan, runner.stamps) and finished.is_file():
+                say(f"nothing to do: the toolchain in {layout.prefix} is built from the "
+                    f"pinned sources ({MANIFEST})")
+                return 0
+            # Until the check passes again the prefix is not a finished toolchain.
+            stamps = runner.build(plan, before_first=lambda: finished.unlink(missing_ok=True))
+            written = manifest(layout, sources, stamps, distribution)
+            finished.write_text(json.dumps(written, indent=2) + "\n")
+        except Interrupted as stop:
+            current = pending(plan, runner.stamps)
+            print(f"\ninterrupted ({stop}): the child builds are stopped; run the same "
+                  f"command again to resume{f' at {current[0]}' if current else ''}",
+                  file=sys.stderr)
+            return 128 + stop.signum
     say(f"toolchain built in {layout.prefix} ({duration(time.monotonic() - started)} this "
         f"run); per step, over the runs that built it:\n{summary(stamps)}")
-    say(f"tooling.toolchain finds it{'' if layout.prefix == toolchain.REPO_PREFIX else f' with {toolchain.PREFIX_ENV}={layout.prefix}'}; "
-        f"the BMv2 without logging macros is in {layout.perf / 'bin'}")
+    found = ("" if layout.prefix == toolchain.REPO_PREFIX
+             else f" with {toolchain.PREFIX_ENV}={layout.prefix}")
+    say(f"tooling.toolchain finds it{found}; the BMv2 without logging macros is in "
+        f"{layout.perf / 'bin'}")
     return 0
 
 
