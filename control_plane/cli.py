@@ -313,7 +313,7 @@ def set_help() -> str:
     """The set command's help, with every algorithm's parameters and defaults."""
     from dataclasses import fields
 
-    from control_plane.aqm import ALGORITHMS, NoAqm
+    from control_plane.aqm import ALGORITHMS, PORT_FIELDS, NoAqm
     lines = ["Set a port's algorithm and parameters, in physical units (packets,",
              "probabilities, seconds, packets/s).", "", "\b",
              "aqmctl set 2 red_ecn minth=5 maxth=15 maxp=0.1 wq=0.002",
@@ -333,8 +333,10 @@ def set_help() -> str:
         lines.append(f"  {name}: " + " ".join(f"{f.name}={shown(getattr(defaults, f.name))}"
                                               for f in fields(cls)))
     lines.append(f"  {NoAqm.action}: (no parameters: forward without AQM)")
-    lines += ["", "\b", "Every port: link_pps, seed, bmv2_random, telemetry_interval (seconds, or off);",
-              "RED family and MECN: target_delay (seconds). 'auto' derives an optional value."]
+    automatic = [name for name, cls in ALGORITHMS.items() if cls.target_delay_sets]
+    lines += ["", "\b", f"Every port: {', '.join(PORT_FIELDS)} (the last in seconds, or off);",
+              f"{', '.join(automatic)}: target_delay (seconds: the automatic mode).",
+              "'auto' derives an optional value."]
     return "\n".join(lines)
 
 

@@ -394,10 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("name", choices=sorted(EXPERIMENTS))
     plan.add_argument("--loss", type=float, default=0.0, help="E7: random loss on access links")
     plan.add_argument("--kernel-tcp", action="store_true",
-                      help="seed 001's runs (demo MECN rows, E2-E4): Linux Reno senders "
+                      help="the demo and seed 001's runs (E2-E4): Linux Reno senders "
                            "instead of the userspace MECN/RFC 3168 ones")
     plan.add_argument("--full", action="store_true",
-                      help="E6: the paper's whole sweep (about 2 h) instead of the subset")
+                      help="E5, E6, E8: the whole plan instead of the default subset (E5, "
+                           "E6: the paper's whole sweep, E6's about 2 h a repeat; E8: CUBIC "
+                           "at every load)")
     plan.add_argument("--repeat", type=repeats, metavar="N",
                       help="runs per configuration, seeds 1..N (default: the experiment's, "
                            f"{REPEAT} on the switch, {TWIN_REPEAT} in ns-3; metrics as mean ± "

@@ -71,14 +71,15 @@ def test_pages_that_name_existing_files_and_pages_build(tmp_path):
 def test_a_missing_file_page_section_or_toctree_entry_fails_the_build(tmp_path):
     bad = pages(tmp_path / "bad", "[gone](missing.md), [no section](page.md#no-such-section)",
                 "`control_plane/renamed.py`, `renamed.p4`, `control_plane.renamed`\n\n"
-                "```sh\n.venv/bin/python -m experiments.renamed run\ncat tests/renamed.py\n```")
+                "```sh\n.venv/bin/python -m experiments.renamed run\ncat tests/renamed.py\n```"
+                "\n\n```{figures} unpublished\n```")
     (bad / "orphan.md").write_text("# In no toctree\n")
     result = sphinx(bad, tmp_path / "out")
     assert result.returncode != 0
     for wanted in ("'missing.md'", "'no-such-section'", "isn't included in any toctree",
                    "names control_plane/renamed.py,", "names renamed.p4,",
                    "names control_plane.renamed,", "names experiments.renamed,",
-                   "names tests/renamed.py,"):
+                   "names tests/renamed.py,", "no figure in docs/figures/unpublished/"):
         assert wanted in result.stderr, (wanted, result.stderr)
 
 

@@ -113,6 +113,12 @@ def p4lang_step_checked_elsewhere(command: str) -> None:
         REPO / "tests" / "test_p4lang_packages.py").read_text()
 
 
+def source_build_checked_elsewhere(command: str) -> None:
+    assert ".venv/bin/python -m tooling.source_build" in make_dry_run(*command.split()[1:])
+    assert 'make_dry_run("setup", "P4=source")' in (
+        REPO / "tests" / "test_source_build.py").read_text()
+
+
 def run_by_the_demo_test(command: str) -> None:
     assert command.split()[-2:] == ["make", "run"]
     assert make_run_command()[-3:] == ["experiments", "run", "demo"]
@@ -148,6 +154,7 @@ COVERED: dict[str, Callable[[str], None]] = {
     "make setup": run_by_ci,
     "make test": run_by_ci,
     "make setup P4LANG=1": p4lang_step_checked_elsewhere,
+    "make setup P4=source": source_build_checked_elsewhere,
     "sudo make run": run_by_the_demo_test,
     "make smoke BACKEND=ns3": run_by_the_twin_test,
     "sudo .venv/bin/python -m pytest tests/algorithms/test_red.py -v": collected_by_make_test,

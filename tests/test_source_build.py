@@ -217,6 +217,12 @@ def test_the_url_template_and_the_overrides():
                       {"p4lang/PI": "/mine/PI"}) == "/mine/PI"
 
 
+def test_a_template_with_another_field_is_one_clear_error():
+    with pytest.raises(BuildError, match=r"^sources template '/m/\{repo\}': only \{owner\} "
+                                         r"and \{name\} are filled in \(KeyError: 'repo'\)$"):
+        source_url("p4lang/PI", "/m/{repo}", {})
+
+
 @pytest.mark.parametrize("item, message", [
     pytest.param("p4lang/PI", "--url p4lang/PI: expected OWNER/NAME=URL", id="no-url"),
     pytest.param("p4lang/pi=/x", "--url p4lang/pi=/x: p4lang/pi is not one of the pinned "
@@ -331,6 +337,9 @@ def test_a_second_run_does_nothing_and_says_so(tiny, capsys):
     assert out.splitlines()[-1] == (
         f"nothing to do: the toolchain in {layout.prefix} is built from the pinned sources "
         "(p4aqm-toolchain.json)")
+    # Nor does it need the sources again: a URL that cannot be reached is not asked.
+    assert main([*args, "--sources", "file:///nowhere/{owner}+{name}"]) == 0
+    assert "nothing to do" in capsys.readouterr().out
 
 
 def test_a_failed_run_resumes_at_the_step_that_failed(tiny, tmp_path, capsys):

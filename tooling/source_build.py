@@ -260,7 +260,11 @@ def source_url(repository: str, template: str, overrides: Mapping[str, str]) -> 
     if repository in overrides:
         return overrides[repository]
     owner, name = repository.split("/")
-    return template.format(owner=owner, name=name)
+    try:
+        return template.format(owner=owner, name=name)
+    except (KeyError, IndexError, ValueError) as err:
+        raise BuildError(f"sources template {template!r}: only {{owner}} and {{name}} are "
+                         f"filled in ({type(err).__name__}: {err})") from None
 
 
 def _git(git_dir: Path, *argv: str, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -498,15 +502,16 @@ def build(layout: Layout, sources: Sources, plan: Sequence[Step],
     say(f"source build into {layout.prefix} ({runner.jobs} jobs; work in {layout.work})")
     with interruptible():
         try:
+            # A finished build needs neither the packages nor the sources (nor a network).
+            if not pending(plan, runner.stamps) and finished.is_file():
+                say(f"nothing to do: the toolchain in {layout.prefix} is built from the "
+                    f"pinned sources ({MANIFEST})")
+                return 0
             if packages is not None:
                 install_packages(packages, uid, say)
             fetched = [key for key, pin in PINS.items() if sources.ensure(pin, say)]
             say(f"sources: {len(PINS)} pinned commits present"
                 f"{f' ({len(fetched)} fetched)' if fetched else ''}")
-            if not pending(plan, runner.stamps) and finished.is_file():
-                say(f"nothing to do: the toolchain in {layout.prefix} is built from the "
-                    f"pinned sources ({MANIFEST})")
-                return 0
             # Until the check passes again the prefix is not a finished toolchain.
             stamps = runner.build(plan, before_first=lambda: finished.unlink(missing_ok=True))
             written = manifest(layout, sources, stamps, distribution)

@@ -1,0 +1,384 @@
+"""Every list the docs and the README type by hand, checked against the code it lists: the
+algorithms (the registry), aqmctl's commands, options and choices (its click group), the
+factors and their values, the transports, the experiments (the catalog) and which of them
+each command-line option changes. A new algorithm, factor, transport, experiment or
+subcommand without its line in the docs fails here, and so does a line the code lost.
+
+Each check is a function returning what is missing or left over, so that the drift tests
+below can hand it the code's list with one item too many (or the page with one line too
+many) and see it fail: a check that cannot fail would prove nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+import pytest
+
+from control_plane import cli
+from control_plane.algorithms import ALGORITHMS
+from control_plane.aqm import PORT_FIELDS, NoAqm
+from control_plane.controller import LoopKind
+from experiments import factors
+from experiments.base import TWIN_REPEAT, PlanOptions
+from experiments.catalog import EXPERIMENTS, MODULES
+from experiments.spec import TRANSPORTS
+from transport.reno import Response
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+
+# How prose names each algorithm of the registry. A new algorithm fails
+# test_every_algorithm_has_its_prose_name until it has its name here, and then every page
+# below until they name it.
+PROSE_NAMES = {"droptail": "DropTail", "red": "RED", "red_ecn": "RED+ECN", "ecnm": "ECNM",
+               "mecn": "MECN", "newque": "NEWQUE", "blue": "BLUE", "pi": "PI", "rem": "REM",
+               "aecn": "AECN", "codel": "CoDel", "pie": "PIE", "pi2": "PI2",
+               "dualpi2": "DualPI2"}
+
+
+def read(path: str) -> str:
+    return (REPO / path).read_text()
+
+
+def first_paragraph(text: str) -> str:
+    """The text between the page's title and its first figure, block or section."""
+    body = text.split("\n", 1)[1]
+    return re.split(r"\n(?:!\[|```|#)", body, maxsplit=1)[0]
+
+
+def section(text: str, title: str) -> str:
+    """A `## title` section of a page, up to the next one."""
+    found = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert found, f"no section {title!r}"
+    return found.group(1)
+
+
+def names_missing(text: str, names: Iterable[str]) -> list[str]:
+    """The names the text does not use as words ("PI" is not in "PI2" or "DualPI2")."""
+    return [n for n in names if not re.search(rf"(?<![\w+]){re.escape(n)}(?![\w+])", text)]
+
+
+def experiments_named(text: str) -> set[str]:
+    """The experiments a text names: E5, E2-E4, and the catalog's other modules by name."""
+    named = {f"e{i}" for a, b in re.findall(r"\bE(\d+)\s*[-–]\s*E(\d+)\b", text)
+             for i in range(int(a), int(b) + 1)}
+    named |= {f"e{i}" for i in re.findall(r"\bE(\d+)\b", text)}
+    named |= {m for m in MODULES if not re.fullmatch(r"e\d+", m)
+              and re.search(rf"\b{m}\b", text)}
+    return named
+
+
+# ----- algorithms ----------------------------------------------------------------------------
+
+PROSE_PAGES = {
+    "README.md, first paragraph": lambda: first_paragraph(read("README.md")),
+    "README.md, the algorithms' table": lambda: section(read("README.md"), "The algorithms"),
+    "docs/index.md, first paragraph": lambda: first_paragraph(read("docs/index.md")),
+}
+
+
+def test_every_algorithm_has_its_prose_name():
+    assert set(PROSE_NAMES) == set(ALGORITHMS), (
+        "give each algorithm of the registry its prose name in PROSE_NAMES (and name it on "
+        f"the pages of PROSE_PAGES): {set(ALGORITHMS) ^ set(PROSE_NAMES)}")
+
+
+@pytest.mark.parametrize("page", PROSE_PAGES)
+def test_the_pages_that_list_the_algorithms_name_every_one(page):
+    assert names_missing(PROSE_PAGES[page](), PROSE_NAMES.values()) == []
+
+
+def example_lists_problems(toml: str, algorithms: Iterable[str],
+                           loops: Iterable[str]) -> list[str]:
+    """docs/aqm.toml's comments list every algorithm and loop the file takes."""
+    problems = []
+    listed = re.search(r"^algorithm = .*?# (.*)$", toml, re.M).group(1).split(" | ")
+    if listed != [NoAqm.action, *algorithms]:
+        problems.append(f"the algorithm comment lists {listed}, the file takes "
+                        f"{[NoAqm.action, *algorithms]}")
+    loop = re.search(r"^#? ?loop = .*?# optional: ([\w |]+)", toml, re.M).group(1)
+    if [w.strip() for w in loop.split("|")] != list(loops):
+        problems.append(f"the loop comment lists {loop}, the controller has {list(loops)}")
+    return problems
+
+
+def test_the_example_configuration_lists_every_algorithm_and_loop():
+    assert example_lists_problems(read("docs/aqm.toml"), ALGORITHMS,
+                                  typing.get_args(LoopKind)) == []
+
+
+# ----- aqmctl --------------------------------------------------------------------------------
+
+def command_rows(page: str) -> dict[str, str]:
+    """The commands table of docs/controller/aqmctl.md: each command's row(s)."""
+    rows: dict[str, str] = {}
+    for line in section_before_first(page).splitlines():
+        used = re.findall(r"`aqmctl (\w[\w-]*)", line.split(" | ")[0])
+        for name in set(used):
+            rows[name] = rows.get(name, "") + line
+    return rows
+
+
+def section_before_first(page: str) -> str:
+    return page.split("\n## ", 1)[0]
+
+
+def aqmctl_problems(page: str, group: click.Group) -> list[str]:
+    """Every command has a row naming each of its options (by one of its flags) and every
+    choice they take; every `--flag` a row names is the command's; the group's own options
+    are shown before a command, never after one."""
+    rows = command_rows(page)
+    problems = [f"no row for `aqmctl {name}`" for name in group.commands if name not in rows]
+    problems += [f"`aqmctl {name}`: no such command" for name in rows
+                 if name not in group.commands]
+    for name, command in group.commands.items():
+        row = rows.get(name, "")
+        flags = set()
+        for param in command.params:
+            if isinstance(param, click.Option):
+                flags |= set(param.opts)
+                if not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", row)
+                           for o in param.opts):
+                    problems.append(f"aqmctl {name}: {'/'.join(param.opts)} not shown")
+            if isinstance(param.type, click.Choice):
+                problems += [f"aqmctl {name} {'/'.join(param.opts)}: choice {c} not shown"
+                             for c in param.type.choices if c not in row]
+        problems += [f"aqmctl {name}: no option {flag}" for flag in
+                     re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", row.split(" | ")[0])
+                     if flag not in flags | {"--help", "-h"}]
+    for param in group.params:
+        for flag in param.opts:
+            if f"aqmctl {flag} " not in page:
+                problems.append(f"aqmctl {flag} is not shown before a command")
+            if re.search(rf"`aqmctl \w+ [^`]*{flag}\b", page):
+                problems.append(f"{flag} shown after a command")
+    return problems
+
+
+def test_the_aqmctl_page_shows_every_command_option_and_choice():
+    assert aqmctl_problems(read("docs/controller/aqmctl.md"), cli.main) == []
+
+
+def set_list_problems(page: str, algorithms: dict, port_fields: Iterable[str]) -> list[str]:
+    """The page's list of algorithms and parameters is the generated one ({parameters}, for
+    every algorithm); its sentence on what every port takes names the port's fields and the
+    algorithms with an automatic mode."""
+    problems = [] if re.search(r"^```\{parameters\}\n```", page, re.M) else [
+        "no {parameters} table of every algorithm"]
+    if f"`{NoAqm.action}`" not in page:
+        problems.append(f"{NoAqm.action} not shown")
+    sentence = re.search(r"Every port also takes (.*?)\.\n", page, re.S).group(1)
+    named = set(re.findall(r"`(\w+)`", sentence))
+    problems += [f"port field {f} not named" for f in port_fields if f not in named]
+    automatic = {name for name, cls in algorithms.items() if cls.target_delay_sets}
+    if named & set(algorithms) != automatic:
+        problems.append(f"target_delay's algorithms: {sorted(named & set(algorithms))}, "
+                        f"not {sorted(automatic)}")
+    return problems
+
+
+def test_the_aqmctl_page_lists_every_algorithm_and_what_every_port_takes():
+    assert set_list_problems(read("docs/controller/aqmctl.md"), ALGORITHMS, PORT_FIELDS) == []
+
+
+# ----- factors and transports ---------------------------------------------------------------
+
+def choices(factor: factors.Factor) -> list[str] | None:
+    """The values a factor takes, as its refusal lists them (None: a number)."""
+    try:
+        factor.parse("\0")
+    except factors.FactorError as err:
+        listed = re.search(r"is not one of (.*)$|is not (0 or 1)$", str(err))
+        if listed is None:
+            return None
+        return listed.group(1).split(", ") if listed.group(1) else ["0", "1"]
+    raise AssertionError("a factor took NUL")
+
+
+def factor_problems(page: str, table: dict[str, factors.Factor]) -> list[str]:
+    """docs/experiments/factors.md's table: a row naming each factor as `name=...`, the
+    values of a factor that takes a few written out as `name=a/b/c`."""
+    cells = [line.split(" | ")[0] for line in page.splitlines() if line.startswith("| `")]
+    shown = dict(re.findall(r"`(\w+)=([^`]*)`", "\n".join(cells)))
+    problems = [f"factor {name}: no row" for name in table if name not in shown]
+    problems += [f"factor {name}: no such factor" for name in shown if name not in table]
+    for name, factor in table.items():
+        values = choices(factor)
+        if name in shown and values is not None and shown[name].split("/") != values:
+            problems.append(f"factor {name}: the page says {shown[name]}, it takes "
+                            f"{'/'.join(values)}")
+    return problems
+
+
+def test_every_factor_and_its_values_have_their_row():
+    assert factor_problems(read("docs/experiments/factors.md"), factors.FACTORS) == []
+
+
+def transport_problems(page: str, transports: Iterable[str],
+                       responses: Iterable[str]) -> list[str]:
+    """docs/experiments/transport.md names every transport a flow takes and every response
+    of the userspace sender."""
+    flow = re.search(r'`Flow\(transport=(.*?)\)`', page).group(1)
+    listed = re.findall(r'"(\w+)"', flow)
+    problems = [] if sorted(listed) == sorted(transports) else [
+        f"Flow(transport=...) lists {listed}, a flow takes {sorted(transports)}"]
+    problems += [f"--response {r} not shown" for r in responses
+                 if f"--response {r}" not in page]
+    return problems
+
+
+def test_the_transport_page_names_every_transport_and_response():
+    assert transport_problems(read("docs/experiments/transport.md"), TRANSPORTS,
+                              [r.value for r in Response]) == []
+
+
+# ----- experiments ---------------------------------------------------------------------------
+
+def repeats_problems(page: str, repeats: dict[str, int], twin: int) -> list[str]:
+    """docs/experiments/repeats.md's default repeats: `default on the switch: 3 for E1-E9,
+    1 for ...; in the [ns-3 twin](twin.md): 10 for every one`."""
+    found = re.search(r"default on the switch: (.*?); in the \[ns-3 twin\]\(twin\.md\): "
+                      r"(\d+) for every one", " ".join(page.split()))
+    assert found, "no sentence on the default repeats"
+    said = {int(n): experiments_named(names)
+            for n, names in re.findall(r"(\d+) for (.*?)(?=, \d+ for|$)", found.group(1))}
+    wanted: dict[int, set[str]] = {}
+    for name, n in repeats.items():
+        wanted.setdefault(n, set()).add(name)
+    problems = [] if said == wanted else [f"the page says {said}, the catalog {wanted}"]
+    if int(found.group(2)) != twin:
+        problems.append(f"the twin's repeats: the page says {found.group(2)}, not {twin}")
+    return problems
+
+
+def test_the_default_repeats_are_the_catalog_s():
+    assert repeats_problems(read("docs/experiments/repeats.md"),
+                            {name: e.repeat for name, e in EXPERIMENTS.items()},
+                            TWIN_REPEAT) == []
+
+
+def run_help(capsys) -> str:
+    from experiments.cli import main
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    return capsys.readouterr().out
+
+
+def option_help(help_text: str, option: str) -> str:
+    found = re.search(rf"^  {option}(?: [A-Z]+)?\s+(.*?)(?=^  -|\Z)", help_text, re.M | re.S)
+    assert found, option
+    return " ".join(found.group(1).split())
+
+
+# Each option that changes some experiments' plans, as PlanOptions takes it.
+PLAN_OPTIONS = {"--full": {"full": True}, "--kernel-tcp": {"kernel_tcp": True},
+                "--loss": {"loss": 0.01}}
+
+
+def changed_by(experiments: dict, option: dict) -> set[str]:
+    return {name for name, e in experiments.items()
+            if e.plan(PlanOptions()) != e.plan(PlanOptions(**option))}
+
+
+def option_problems(text: str, option: str, experiments: dict) -> list[str]:
+    said, changed = experiments_named(text), changed_by(experiments, PLAN_OPTIONS[option])
+    return [] if said == changed else [f"{option}'s help names {sorted(said)}, it changes "
+                                       f"{sorted(changed)}"]
+
+
+@pytest.mark.parametrize("option", PLAN_OPTIONS)
+def test_an_option_s_help_names_the_experiments_it_changes(option, capsys):
+    """`python -m experiments run --help`: --full names E5, E6 and E8, whose plans it
+    changes, and no other."""
+    assert option_problems(option_help(run_help(capsys), option), option, EXPERIMENTS) == []
+
+
+def layout_problems(page: str, modules: Iterable[str]) -> list[str]:
+    """docs/layout.md's experiments row lists the catalog's modules."""
+    row = next(line for line in page.splitlines() if line.startswith("| `experiments/`"))
+    listed = re.search(r"one module per experiment \(([^:]*):", row).group(1)
+    named = re.findall(r"`(\w+)`", listed)
+    return [] if sorted(named) == sorted(modules) else [
+        f"the map lists {named}, the catalog {sorted(modules)}"]
+
+
+def test_the_repository_map_lists_every_experiment():
+    assert layout_problems(read("docs/layout.md"), MODULES) == []
+
+
+# ----- each check fails when its list drifts -------------------------------------------------
+
+class Fake:
+    """An algorithm the registry does not have (with no automatic mode)."""
+
+    target_delay_sets = ()
+
+
+def fake_command() -> click.Group:
+    """aqmctl with one subcommand more, and one option more on `events`."""
+    group = click.Group("aqmctl", params=cli.main.params)
+    for name, command in cli.main.commands.items():
+        group.add_command(command, name)
+    group.add_command(click.Command("replay", params=[click.Option(["--speed"])]), "replay")
+    events = click.Command("events", params=[*cli.main.commands["events"].params,
+                                             click.Option(["--follow"], is_flag=True)])
+    group.add_command(events, "events")
+    return group
+
+
+DRIFTS = {
+    "an algorithm in the example's comment": lambda: example_lists_problems(
+        read("docs/aqm.toml"), [*ALGORITHMS, "fake"], typing.get_args(LoopKind)),
+    "a loop in the example's comment": lambda: example_lists_problems(
+        read("docs/aqm.toml"), ALGORITHMS, [*typing.get_args(LoopKind), "fake"]),
+    "an aqmctl subcommand and option": lambda: aqmctl_problems(
+        read("docs/controller/aqmctl.md"), fake_command()),
+    "a flag the page invents": lambda: aqmctl_problems(
+        read("docs/controller/aqmctl.md").replace("`aqmctl events [--since N]`",
+                                                 "`aqmctl events [--since N] [--tail]`"),
+        cli.main),
+    "--socket after the command": lambda: aqmctl_problems(
+        read("docs/controller/aqmctl.md") + "\n`aqmctl show --socket /tmp/s`\n", cli.main),
+    "a port field": lambda: set_list_problems(
+        read("docs/controller/aqmctl.md"), ALGORITHMS, [*PORT_FIELDS, "fake_field"]),
+    "an algorithm with an automatic mode": lambda: set_list_problems(
+        read("docs/controller/aqmctl.md"),
+        {**ALGORITHMS, "codel": type("Auto", (), {"target_delay_sets": ("target",)})},
+        PORT_FIELDS),
+    "a factor": lambda: factor_problems(
+        read("docs/experiments/factors.md"),
+        {**factors.FACTORS, "fake": factors.FACTORS["buffer"]}),
+    "a factor's value": lambda: factor_problems(
+        read("docs/experiments/factors.md"),
+        {**factors.FACTORS, "transport": factors.Factor(
+            "", factors._choice((*TRANSPORTS, "fake")), factors._transport)}),
+    "a transport": lambda: transport_problems(
+        read("docs/experiments/transport.md"), [*TRANSPORTS, "fake"],
+        [r.value for r in Response]),
+    "a response": lambda: transport_problems(
+        read("docs/experiments/transport.md"), TRANSPORTS,
+        [*(r.value for r in Response), "fake"]),
+    "an experiment's repeats": lambda: repeats_problems(
+        read("docs/experiments/repeats.md"),
+        {**{name: e.repeat for name, e in EXPERIMENTS.items()}, "e10": 3}, TWIN_REPEAT),
+    "an experiment in the map": lambda: layout_problems(read("docs/layout.md"),
+                                                        [*MODULES, "e10"]),
+    "an option's experiments": lambda: option_problems(
+        "E5, E6 and E8: the whole plan", "--full",
+        {**EXPERIMENTS, "e10": type("E", (), {"plan": lambda self, o: [o.full]})()}),
+    "a prose name": lambda: names_missing(first_paragraph(read("docs/index.md")),
+                                          [*PROSE_NAMES.values(), "FAKE"]),
+}
+
+
+@pytest.mark.parametrize("drift", DRIFTS)
+def test_each_check_fails_when_its_list_drifts(drift):
+    problems = DRIFTS[drift]()
+    assert problems, f"{drift}: the check found nothing"
+    assert all(re.search(r"fake|e10|replay|--speed|--follow|--tail|--socket|FAKE|codel|"
+                         r"target_delay", p, re.I) for p in problems), problems
