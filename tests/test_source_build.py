@@ -7,6 +7,7 @@ here, the steps that run are shell one-liners, and `make` only prints its recipe
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import signal
@@ -21,7 +22,9 @@ import pytest
 
 from support.make import make_dry_run
 from tooling import source_build, toolchain
-from tooling.build_steps import BuildError, Run, Step, Write, dependents, fingerprints, pending
+from tooling.build_steps import (
+    BuildError, Run, Runner, Step, Write, dependents, fingerprints, pending,
+)
 from tooling.source_build import (
     PINS, Layout, Pin, Sources, Unpack, main, parse_overrides, source_url, steps,
 )
@@ -382,6 +385,25 @@ def test_dry_run_says_what_is_done_and_what_is_not(tiny, capsys):
     assert "[2/3] two (already done): two" in out
     assert "[3/3] three (to do): three" in out
     assert runs(log) == ["one", "two", "three"]
+
+
+def test_progress_shows_the_elapsed_time_and_the_logs_last_line(tmp_path):
+    out = io.StringIO()
+    runner = Runner(tmp_path / "work", 1, out, every=0.1)
+    step = shell_step("compile", "echo 'compiling p4c.cpp'; sleep 0.5", tmp_path)
+    runner.build((step,), before_first=lambda: None)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"[1/1] compile: compile (log: {tmp_path / 'work/logs/compile.log'})"
+    assert "  0m00s  compiling p4c.cpp" in lines[1:-1]
+    assert re.fullmatch(r"  compile done in 0m0\ds \(CPU 0m0\ds\)", lines[-1])
+
+
+def test_a_steps_cpu_time_counts_its_childrens(tmp_path):
+    """CPU time is the step's processes' (make's compilers), not the waiting Python's."""
+    runner = Runner(tmp_path / "work", 1, io.StringIO())
+    burn = shell_step("burn", f"{sys.executable} -c 'sum(range(10**7))'", tmp_path)
+    stamps = runner.build((burn,), before_first=lambda: None)
+    assert 0.05 < stamps["burn"].cpu <= stamps["burn"].wall + 0.05
 
 
 # --- packages per distribution ----------------------------------------------------------------
