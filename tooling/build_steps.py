@@ -44,7 +44,7 @@ class Run:
     argv: tuple[str, ...]
     cwd: Path
     env: tuple[tuple[str, str], ...] = ()
-    parallel: bool = False  # gets -j JOBS (make and cmake --build); not part of the stamp
+    parallel: bool = False  # gets -j JOBS (make, cmake --build); JOBS is no input
 
     def perform(self, runner: Runner, log: TextIO) -> None:
         run_logged(self, runner, log)
@@ -69,7 +69,6 @@ class Write:
         return f"write {self.path} ({len(self.text)} bytes)"
 
 
-
 @dataclass(frozen=True)
 class Step:
     name: str
@@ -77,7 +76,6 @@ class Step:
     actions: tuple[Action, ...]
     after: tuple[str, ...] = ()  # steps whose results this one uses
     fresh: Path | None = None  # emptied before the step runs: it starts from nothing
-
 
 
 # --- stamps -------------------------------------------------------------------------------
