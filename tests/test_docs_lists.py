@@ -20,8 +20,10 @@ import click
 import pytest
 
 from control_plane import cli
+from control_plane.adaptation import AlphaVariant
 from control_plane.algorithms import ALGORITHMS
 from control_plane.aqm import PORT_FIELDS, NoAqm
+from control_plane.config_file import PORT_KEYS, TOP_LEVEL
 from control_plane.controller import LoopKind
 from experiments import factors
 from experiments.base import TWIN_REPEAT, PlanOptions
@@ -110,6 +112,32 @@ def example_lists_problems(toml: str, algorithms: Iterable[str],
 def test_the_example_configuration_lists_every_algorithm_and_loop():
     assert example_lists_problems(read("docs/aqm.toml"), ALGORITHMS,
                                   typing.get_args(LoopKind)) == []
+
+
+def configuration_problems(page: str, top_level: Iterable[str], port_keys: Iterable[str],
+                           port_fields: Iterable[str], loops: Iterable[str],
+                           alphas: Iterable[str]) -> list[str]:
+    """docs/controller/configuration.md's table of keys: a row for every key the file takes
+    (`[[port]]`-style for the arrays of tables), no other; the `[[port]]` row names every
+    key of a port and the values of `loop` and `alpha_variant`."""
+    rows = [line.split(" | ") for line in section(page, "Keys").splitlines()
+            if line.startswith("| `")]
+    keys = {re.fullmatch(r"\| `(?:\[\[)?(\w+)(?:\]\])?`", row[0]).group(1): row[1]
+            for row in rows}
+    problems = [f"key {k}: no row" for k in top_level if k not in keys]
+    problems += [f"key {k}: the file takes none" for k in keys if k not in set(top_level)]
+    port_row = keys.get("port", "")
+    named = set(re.findall(r"`(\w+)`", port_row))
+    problems += [f"[[port]] {k}: not named" for k in (*port_keys, *port_fields, "target_delay")
+                 if k not in named]
+    problems += [f"[[port]] {v}: not named" for v in (*loops, *alphas) if v not in named]
+    return problems
+
+
+def test_the_configuration_page_has_every_key():
+    assert configuration_problems(read("docs/controller/configuration.md"), TOP_LEVEL,
+                                  PORT_KEYS, PORT_FIELDS, typing.get_args(LoopKind),
+                                  typing.get_args(AlphaVariant)) == []
 
 
 # ----- aqmctl --------------------------------------------------------------------------------
@@ -313,12 +341,6 @@ def test_the_repository_map_lists_every_experiment():
 
 # ----- each check fails when its list drifts -------------------------------------------------
 
-class Fake:
-    """An algorithm the registry does not have (with no automatic mode)."""
-
-    target_delay_sets = ()
-
-
 def fake_command() -> click.Group:
     """aqmctl with one subcommand more, and one option more on `events`."""
     group = click.Group("aqmctl", params=cli.main.params)
@@ -336,6 +358,9 @@ DRIFTS = {
         read("docs/aqm.toml"), [*ALGORITHMS, "fake"], typing.get_args(LoopKind)),
     "a loop in the example's comment": lambda: example_lists_problems(
         read("docs/aqm.toml"), ALGORITHMS, [*typing.get_args(LoopKind), "fake"]),
+    "a configuration key": lambda: configuration_problems(
+        read("docs/controller/configuration.md"), [*TOP_LEVEL, "fake"], ["fake_port"],
+        PORT_FIELDS, typing.get_args(LoopKind), ["fake_alpha"]),
     "an aqmctl subcommand and option": lambda: aqmctl_problems(
         read("docs/controller/aqmctl.md"), fake_command()),
     "a flag the page invents": lambda: aqmctl_problems(
