@@ -43,6 +43,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+import support.make
 from tooling import toolchain
 from topologies.netns import NetNS
 
@@ -78,12 +79,8 @@ def tour_block() -> list[str]:
 
 
 def make_dry_run(*arguments: str) -> list[str]:
-    if shutil.which("make") is None:
-        pytest.skip("needs make")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("P4LANG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    made = subprocess.run(["make", "-n", "--no-print-directory", *arguments], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=120)
+    """The commands `make -n` prints for these arguments."""
+    made = support.make.make_dry_run("--no-print-directory", *arguments)
     assert made.returncode == 0, made.stderr
     return made.stdout.splitlines()
 
