@@ -92,11 +92,12 @@ def run(name: str, out: Path, opts: PlanOptions, log_level: str,
     log.setFormatter(logging.Formatter(LOG_FORMAT))
     logging.getLogger().addHandler(log)
     try:
-        if opts.backend == "ns3":
-            return run_twins(name, folder, opts, resume is not None, jobs or os.cpu_count() or 1)
-        import_testbed()
         from experiments import sweep
         try:
+            if opts.backend == "ns3":
+                return run_twins(name, folder, opts, resume is not None,
+                                 jobs or os.cpu_count() or 1, dask, log_level)
+            import_testbed()
             return run_in(name, folder, opts, log_level, resume is not None, dask)
         except sweep.SweepError as err:
             console.print(f"[red]{err}")
@@ -192,9 +193,11 @@ def run_in(name: str, folder: Path, opts: PlanOptions, log_level: str, resume: b
     return 0
 
 
-def run_twins(name: str, folder: Path, opts: PlanOptions, resume: bool, jobs: int) -> int:
-    """The plan in ns-3 (experiments/ns3/): every run in its own process, `jobs` at once;
-    the summary as for the switch's runs."""
+def run_twins(name: str, folder: Path, opts: PlanOptions, resume: bool, jobs: int,
+              dask: str | None = None, log_level: str = "INFO") -> int:
+    """The plan in ns-3 (experiments/ns3/): a few runs per process, `jobs` processes at
+    once here or on a Dask cluster's workers; the summary as for the switch's runs."""
+    from experiments import sweep
     from experiments.ns3 import pool
     experiment = EXPERIMENTS[name]
     planned = experiment.runs(opts)
@@ -217,9 +220,11 @@ def run_twins(name: str, folder: Path, opts: PlanOptions, resume: bool, jobs: in
             if (folder / spec.folder).exists():
                 shutil.rmtree(folder / spec.folder)
         console.print(f"resuming {folder}: {len(done)} runs done, {len(specs)} to go")
+    at = (f"on the Dask cluster {dask}" + (f", {jobs} at a time" if dask == "local" else "")
+          if dask else f"{jobs} at a time")
     console.print(f"[bold]{experiment.title}[/] (ns-3 twin)\n"
                   f"{experiment.scaling_of('ns3', opts.factors)}\n{len(specs)} runs "
-                  f"({experiment.repeats(opts)} per configuration), {jobs} at a time -> {folder}")
+                  f"({experiment.repeats(opts)} per configuration), {at} -> {folder}")
     simulated = 0.0
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[what]}"),
                   TimeRemainingColumn(), console=console) as progress:
@@ -236,18 +241,22 @@ def run_twins(name: str, folder: Path, opts: PlanOptions, resume: bool, jobs: in
             phase(f"{name} (runs in ns-3)")
 
         phase(f"{name} (runs in ns-3)")
-        failures = pool.run_all(name, opts, specs, folder, jobs, done)
+        if dask:
+            failures = sweep.run_all(name, opts, specs, folder, None, dask, log_level,
+                                     lambda spec, _, result: done(spec, result.seconds), jobs)
+        else:
+            failures = pool.run_all(name, opts, specs, folder, jobs, done)
     phase(f"{name} (writing the summary)")
     if results:
         total = sum(seconds)
         summarise(experiment, folder, configurations(results, planned),
                   f"Time: {len(seconds)} runs in ns-3 in {total / 60:.1f} min of processes "
-                  f"({total / max(len(seconds), 1):.0f} s per run, {jobs} at a time; "
+                  f"({total / max(len(seconds), 1):.0f} s per run, {at}; "
                   f"{simulated / 60:.1f} min simulated)" + (", this session's runs only."
                                                             if resume else "."))
     if failures:
         console.print(f"[red]{len(failures)} runs failed:[/]\n" + "\n".join(failures)
-                      + f"\nfinish them with: {resume_command(name, folder, opts)}")
+                      + f"\nfinish them with: {resume_command(name, folder, opts, dask)}")
         return 1
     return 0
 
@@ -264,12 +273,12 @@ def run_one(name: str, label: str, seeds: list[int], build: Path | None, into: P
         print(f"experiments: {name} has no run {label} with seed {seed} with these options",
               file=sys.stderr)
         return 2
-    if expect and len(specs) > 1:
-        print("experiments: --expect checks one run (one --seed)", file=sys.stderr)
-        return 2
-    if expect and json.loads(expect.read_text()) != jsonable(specs[0]):
-        print(f"experiments: this checkout plans {specs[0].folder} differently from the "
-              "client's: run the same commit on every machine", file=sys.stderr)
+    expected = json.loads(expect.read_text()) if expect else None
+    if expected is not None and (expected if isinstance(expected, list) else [expected]) != [
+            jsonable(spec) for spec in specs]:
+        print(f"experiments: this checkout plans {', '.join(s.folder for s in specs)} "
+              "differently from the client's: run the same commit on every machine",
+              file=sys.stderr)
         return 2
     for spec in specs:
         status = (one_twin(spec, into) if spec.backend == "ns3"
@@ -426,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
                     "config.json and build/profile.json do).")
     go.add_argument("--out", type=Path, default=Path("results"))
     go.add_argument("--dask", metavar="SCHEDULER",
-                    help="run the runs on a Dask cluster, one per worker machine: a "
+                    help="run the runs on a Dask cluster (the switch's: one per worker "
+                         "machine; ns-3's: as many per worker as it has threads): a "
                          "scheduler's address (tcp://host:8786), or `local` for a one-worker "
                          "cluster here (docs/experiments/sweeps.md)")
     go.add_argument("--jobs", type=repeats, metavar="N",
@@ -505,10 +515,6 @@ def main(argv: list[str] | None = None) -> int:
                 return run_one(args.name, args.label, args.seeds or [1], args.build,
                                args.into, opts, args.log_level, args.expect)
             phase(f"{args.name} (starting)")
-            if args.dask and opts.backend == "ns3":
-                print("experiments: --dask runs the switch's runs; ns-3's run here, "
-                      "--jobs at a time", file=sys.stderr)
-                return 2
             return run(args.name, args.out, opts, args.log_level, args.resume, args.dask,
                        args.jobs)
     except Interrupted as stop:

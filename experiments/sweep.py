@@ -11,6 +11,11 @@ folder's compiled program, and unpacks each run's folder as it comes back. A wor
 `python -m experiments run-one` in a subprocess (root, Mininet, its own signal handling)
 in a checkout of the same commit; a worker whose checkout plans the run differently is
 refused. `--dask local` starts a one-worker cluster on this machine.
+
+The ns-3 twin's runs need neither root nor a whole machine: a task is a few repeats of one
+configuration (experiments/ns3/pool.py's chunks, ns-3 loaded once), and a worker runs as
+many at once as it has threads (`dask worker ... --nthreads CORES`; `--dask local`: one
+per core, or --jobs).
 """
 
 from __future__ import annotations
@@ -35,8 +40,8 @@ from typing import Callable
 
 from control_plane.program import Artifacts
 from experiments.base import PlanOptions
-from experiments.runner import REPO, jsonable
-from experiments.spec import RunSpec
+from experiments.spec import RunSpec, jsonable
+from tooling.build import REPO
 
 LOG = logging.getLogger("p4aqm.sweep")
 RESOURCE = {"machine": 1}
@@ -55,7 +60,7 @@ class SweepError(RuntimeError):
 class RunResult:
     folder: str          # the run's folder name
     host: str
-    seconds: float
+    seconds: float       # on the worker (a task of several runs: its share)
     archive: bytes       # the run's folder, tar.gz
 
 
@@ -100,27 +105,37 @@ def _marked() -> list[int]:
     return found
 
 
-def execute(name: str, opts: PlanOptions, spec_json: dict, folder: str,
-            program: dict[str, bytes], log_level: str) -> RunResult:
-    """On a worker: one run into a temporary folder, returned packed."""
+def execute(name: str, opts: PlanOptions, spec_jsons: list[dict], folders: list[str],
+            program: dict[str, bytes], log_level: str) -> list[RunResult]:
+    """On a worker: runs of one configuration (the switch's: one, with its program; the
+    twin's: a few repeats) into a temporary folder, each returned packed."""
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="p4aqm-run-") as tmp:
         build = Path(tmp) / "build"
-        build.mkdir()
-        for file, data in program.items():
-            (build / file).write_bytes(data)
+        if program:
+            build.mkdir()
+            for file, data in program.items():
+                (build / file).write_bytes(data)
         spec_file = Path(tmp) / "spec.json"
-        spec_file.write_text(json.dumps(spec_json))
-        argv = [sys.executable, "-m", "experiments", "run-one", name, spec_json["label"],
-                "--seed", str(spec_json["seed"]), "--build", str(build), "--into", tmp,
+        spec_file.write_text(json.dumps(spec_jsons))
+        seeds = [arg for spec in spec_jsons for arg in ("--seed", str(spec["seed"]))]
+        argv = [sys.executable, "-m", "experiments", "run-one", name, spec_jsons[0]["label"],
+                *seeds, *(["--build", str(build)] if program else []), "--into", tmp,
                 "--expect", str(spec_file), "--log-level", log_level, *opts.flags()]
-        status, tail = _run_bounded(argv, spec_json["duration"] + OVERHEAD)
+        status, tail = _run_bounded(argv, sum(s["duration"] + OVERHEAD for s in spec_jsons))
         if status != 0:
-            raise SweepError(f"{folder} on {socket.gethostname()}: exit {status}: {tail}")
-        archive = io.BytesIO()
-        with tarfile.open(fileobj=archive, mode="w:gz") as tar:
-            tar.add(Path(tmp) / folder, arcname=folder)
-    return RunResult(folder, socket.gethostname(), time.monotonic() - began, archive.getvalue())
+            raise SweepError(f"{', '.join(folders)} on {socket.gethostname()}: exit {status}: "
+                             f"{tail}")
+        share = (time.monotonic() - began) / len(folders)
+        return [RunResult(folder, socket.gethostname(), share, packed(Path(tmp) / folder))
+                for folder in folders]
+
+
+def packed(run: Path) -> bytes:
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        tar.add(run, arcname=run.name)
+    return archive.getvalue()
 
 
 def _run_bounded(argv: list[str], timeout: float) -> tuple[int, str]:
@@ -173,9 +188,9 @@ def program_files(artifacts: Artifacts) -> dict[str, bytes]:
             for p in (artifacts.bmv2_json, artifacts.p4info_txt, artifacts.p4info_bin)}
 
 
-def connect(address: str):
-    """A Dask client: `local` starts a one-worker cluster here (one run at a time, all
-    cores), anything else is a scheduler's address."""
+def connect(address: str, threads: int = 1):
+    """A Dask client: `local` starts a one-worker cluster here (`threads` runs at a time:
+    the switch's one, with all cores), anything else is a scheduler's address."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as err:
@@ -190,7 +205,7 @@ def connect(address: str):
         # the whole process group, and only we (and the run, which handles it) answer it.
         answer = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            cluster = LocalCluster(n_workers=1, threads_per_worker=1, resources=RESOURCE,
+            cluster = LocalCluster(n_workers=1, threads_per_worker=threads, resources=RESOURCE,
                                    processes=True, dashboard_address=None,
                                    silence_logs=logging.ERROR)
         finally:
@@ -203,30 +218,42 @@ def connect(address: str):
 
 
 def run_all(name: str, opts: PlanOptions, specs: list[RunSpec], folder: Path,
-            artifacts: Artifacts, address: str, log_level: str,
-            on_done: Callable[[RunSpec, Path, RunResult], None]) -> list[str]:
-    """Every run of `specs` on the cluster; each finished one is unpacked into `folder`
-    and handed to on_done. Returns the failures, one line each (the other runs go on)."""
+            artifacts: Artifacts | None, address: str, log_level: str,
+            on_done: Callable[[RunSpec, Path, RunResult], None], jobs: int = 1) -> list[str]:
+    """Every run of `specs` on the cluster (the switch's with `artifacts`, a machine each;
+    the twin's in tasks of a few repeats, `jobs` at once on a local cluster); each finished
+    one is unpacked into `folder` and handed to on_done. Returns the failures, one line
+    each (the other runs go on)."""
     from dask.distributed import as_completed
-    client, cluster = connect(address)
+    from experiments.ns3.pool import chunks
+    twin = opts.backend == "ns3"
+    client, cluster = connect(address, jobs if twin else 1)
     failures: list[str] = []
     try:
         workers = client.scheduler_info()["workers"].values()
-        if not any(w.get("resources", {}).get("machine") for w in workers):
-            raise SweepError(f"no worker of the scheduler at {address} offers a machine: start "
-                             "them with `dask worker ... --nthreads 1 --resources machine=1`")
-        program = program_files(artifacts)
-        futures = {client.submit(execute, name, opts, jsonable(spec), spec.folder, program,
-                                 log_level, key=f"{name}-{spec.folder}-{uuid.uuid4().hex}",
-                                 pure=False, resources=RESOURCE): spec for spec in specs}
+        if twin:
+            tasks = chunks(specs, sum(w.get("nthreads", 1) for w in workers) or 1)
+            program, resources = {}, None
+        else:
+            if not any(w.get("resources", {}).get("machine") for w in workers):
+                raise SweepError(f"no worker of the scheduler at {address} offers a machine: "
+                                 "start them with `dask worker ... --nthreads 1 --resources "
+                                 "machine=1`")
+            tasks = [[spec] for spec in specs]
+            program, resources = program_files(artifacts), RESOURCE
+        futures = {client.submit(execute, name, opts, [jsonable(s) for s in runs],
+                                 [s.folder for s in runs], program, log_level,
+                                 key=f"{name}-{runs[0].folder}-{uuid.uuid4().hex}", pure=False,
+                                 resources=resources): runs for runs in tasks}
         for future in as_completed(futures):
-            spec = futures[future]
-            try:   # a failed run: the others go on, resume redoes it
-                result = future.result()
-                on_done(spec, unpack(result, spec.folder, folder), result)
+            runs = futures[future]
+            try:   # a failed task: the others go on, resume redoes its runs
+                for spec, result in zip(runs, future.result()):
+                    on_done(spec, unpack(result, spec.folder, folder), result)
             except Exception as err:
                 failures.append(str(err) if isinstance(err, SweepError) else
-                                f"{spec.folder}: {type(err).__name__}: {err}")
+                                f"{', '.join(s.folder for s in runs)}: "
+                                f"{type(err).__name__}: {err}")
                 LOG.warning("%s", failures[-1])
     finally:
         client.close()

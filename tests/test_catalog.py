@@ -22,7 +22,7 @@ from experiments.base import PlanOptions, line_figure
 from experiments.catalog import EXPERIMENTS
 from control_plane.profiles import ALL
 from experiments.programs import plan_program
-from experiments.runner import jsonable
+from experiments.spec import jsonable
 from experiments.spec import OTHER_PORTS, RunSpec
 from test_metrics import counter_row
 

@@ -18,7 +18,8 @@ from experiments.programs import (ResumeError, compile_in_session, finished, pla
 from experiments import factors
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
-from experiments.runner import jsonable, rtt_bounds
+from experiments.runner import rtt_bounds
+from experiments.spec import jsonable
 
 SPECS = EXPERIMENTS["e5"].plan(PlanOptions())
 SMOKE_AT_ENQUEUE = EXPERIMENTS["smoke"].runs(PlanOptions(factors=(("drop", "enqueue"),)))

@@ -48,8 +48,9 @@ def experiments(*args: str, env: dict | None = None, timeout: float = RUN_TIMEOU
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory) -> Path:
-    """The smoke plan in the twin, in processes that cannot import Mininet (a `mininet`
-    package first on their path that refuses to load): the twin needs none."""
+    """The smoke plan in the twin, on a local Dask cluster (the local processes' path is
+    the replicate test's), in processes that cannot import Mininet (a `mininet` package
+    first on their path that refuses to load): the twin needs none."""
     out = tmp_path_factory.mktemp("twin")
     blocker = tmp_path_factory.mktemp("no-mininet") / "mininet"
     blocker.mkdir()
@@ -57,8 +58,9 @@ def smoke(tmp_path_factory) -> Path:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(blocker.parent), *filter(None, [os.environ.get("PYTHONPATH")])])}
     done = experiments("run", "smoke", "--backend", "ns3", "--repeat", "2", "--jobs", "2",
-                       "--pcap", str(PCAP), "--out", str(out), env=env)
+                       "--dask", "local", "--pcap", str(PCAP), "--out", str(out), env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "on the Dask cluster local, 2 at a time" in done.stdout
     folders = list((out / "smoke").iterdir())
     assert len(folders) == 1 and folders[0].name.endswith("-ns3")
     return folders[0]
@@ -222,3 +224,4 @@ def test_a_replicated_twin_point_lands_on_its_published_figures(smoke, tmp_path,
     assert replicated["machine"]["cores"] and all(
         f["inside"] is not False for f in replicated["figures"])
     assert sum(f["inside"] is True for f in replicated["figures"]) >= 5
+

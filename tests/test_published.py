@@ -13,7 +13,7 @@ from analysis import stats
 from analysis.stats import Estimate
 from experiments import publish
 from experiments.cli import main
-from experiments.runner import jsonable
+from experiments.spec import jsonable
 
 
 def test_every_generated_block_is_what_the_published_files_give():

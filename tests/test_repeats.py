@@ -14,7 +14,7 @@ from experiments.base import configurations
 from experiments.cli import main
 from experiments.base import REPEAT, PlanOptions
 from experiments.catalog import EXPERIMENTS
-from experiments.runner import jsonable
+from experiments.spec import jsonable
 from test_metrics import counter_row, write_run
 
 

@@ -20,7 +20,7 @@ from experiments import sweep
 from experiments.cli import main
 from experiments.base import PlanOptions
 from experiments.catalog import EXPERIMENTS
-from experiments.runner import jsonable
+from experiments.spec import jsonable
 from test_interrupt import (EXIT_TIMEOUT, PHASE_TIMEOUT, REPO, Experiment, assert_nothing_left,
                             assert_one_line)
 
