@@ -260,6 +260,20 @@ def transport_problems(page: str, transports: Iterable[str],
     return problems
 
 
+def userspace_problems(page: str, experiments: dict) -> list[str]:
+    """docs/experiments/transport.md says which experiments run userspace senders."""
+    found = re.search(r"By default (.*?) run userspace senders", " ".join(page.split()))
+    assert found, "no sentence on which experiments run userspace senders"
+    used = {name for name, e in experiments.items()
+            if any(f.transport != "kernel" for s in e.plan(PlanOptions()) for f in s.flows)}
+    said = experiments_named(found.group(1))
+    return [] if said == used else [f"the page says {sorted(said)}, the plans {sorted(used)}"]
+
+
+def test_the_transport_page_names_the_experiments_with_userspace_senders():
+    assert userspace_problems(read("docs/experiments/transport.md"), EXPERIMENTS) == []
+
+
 def test_the_transport_page_names_every_transport_and_response():
     assert transport_problems(read("docs/experiments/transport.md"), TRANSPORTS,
                               [r.value for r in Response]) == []
@@ -388,6 +402,10 @@ DRIFTS = {
     "a response": lambda: transport_problems(
         read("docs/experiments/transport.md"), TRANSPORTS,
         [*(r.value for r in Response), "fake"]),
+    "an experiment with userspace senders": lambda: userspace_problems(
+        read("docs/experiments/transport.md"),
+        {**EXPERIMENTS, "e10": type("E", (), {"plan": lambda self, o: EXPERIMENTS[
+            "e2"].plan(o)})()}),
     "an experiment's repeats": lambda: repeats_problems(
         read("docs/experiments/repeats.md"),
         {**{name: e.repeat for name, e in EXPERIMENTS.items()}, "e10": 3}, TWIN_REPEAT),
