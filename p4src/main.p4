@@ -7,6 +7,9 @@
 // are in include/defines.p4. A build profile (include/profile.p4) carries only some
 // algorithms and the shared steps they need.
 #include <core.p4>
+// Registers and counters indexed by the 9-bit port itself (standard metadata's): v1model's
+// index type parameter, since this version.
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #include "include/defines.p4"
@@ -43,7 +46,7 @@ control IngressPipe(inout headers_t hdr,
     apply {
         forwarding.apply(hdr, meta, std_meta);
 #ifdef P4AQM_WITH_PRIORITY_QUEUES
-        dualpi2_queue.apply(hdr, meta.port_index, std_meta);
+        dualpi2_queue.apply(hdr, std_meta);
 #endif
 #ifdef P4AQM_WITH_RTT_TRACKER
         rtt_tracker.apply(hdr, std_meta.ingress_global_timestamp, meta.rtt_us);
@@ -51,12 +54,12 @@ control IngressPipe(inout headers_t hdr,
 #ifdef P4AQM_DROP_AT_ENQUEUE
         if (std_meta.egress_spec != DROP_PORT) {
             standard_metadata_t view;
-            arrival_view.apply(meta.port_index, std_meta, view);
+            arrival_view.apply(std_meta.egress_spec, std_meta, view);
             aqm_stage.apply(hdr, meta, view);
             if (view.egress_spec == DROP_PORT) {
                 mark_to_drop(std_meta);
             } else {
-                admit.apply(meta.port_index);
+                admit.apply(std_meta.egress_spec);
             }
         }
 #endif
@@ -93,7 +96,7 @@ control EgressPipe(inout headers_t hdr,
 #endif
         } else {
 #ifdef P4AQM_DROP_AT_ENQUEUE
-            departure.apply(meta.port_index, std_meta, meta.rec);
+            departure.apply(std_meta.egress_port, std_meta, meta.rec);
 #else
             aqm_stage.apply(hdr, meta, std_meta);
 #endif
@@ -103,7 +106,7 @@ control EgressPipe(inout headers_t hdr,
                 // sequence runs on across epochs (records carry their epoch).
                 meta.rec.fresh = 0;
 #endif
-                telemetry_export.apply(meta.port_index, hdr, std_meta, meta.rec, meta.export,
+                telemetry_export.apply(std_meta.egress_port, hdr, std_meta, meta.rec, meta.export,
                                        meta.stamp);
 #ifdef P4AQM_WITH_PRIORITY_QUEUES
                 if (meta.aqm.pi2.isValid()) {

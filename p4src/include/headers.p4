@@ -132,10 +132,6 @@ struct local_metadata_t {
     // is parsed after the options: any parser error is the IPv4 header's.
     bit<8>          l3_parsed;
 #endif
-    // The egress port, as the index of per-port registers and counters, from the
-    // forwarding action: p4c would make a temporary of an expression (or of a header
-    // field) for every register and counter call it is given to.
-    bit<32>         port_index;
 #ifdef P4AQM_WITH_ARRIVALS
     bit<32>         arr_seq;    // ingress: packets handed to the egress port's queue so far
 #endif

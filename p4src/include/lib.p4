@@ -27,7 +27,7 @@
 // may count a boundary less than 2 us early). `next` (the next boundary), `due` and
 // `missed` are fields of the caller's header (no header of its own: each costs every
 // packet, defines.p4); `due` and `missed` are 0 on entry (zeroed when it was made valid).
-control IntervalClock(in bit<32> index,
+control IntervalClock(in port_t index,
                       in bit<1> fresh,
                       in bit<48> now,
                       in usec_t interval,
@@ -36,7 +36,7 @@ control IntervalClock(in bit<32> index,
                       inout bit<8> due,
                       inout bit<32> missed) {
 
-    register<bit<48>>(PORT_SLOTS) next_reg;
+    register<bit<48>, port_t>(PORT_SLOTS) next_reg;
 
     apply {
         next_reg.read(next, index);

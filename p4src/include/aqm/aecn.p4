@@ -72,16 +72,16 @@ header aecn_h {
     AecnDebt() aecn_debt;
 #define AECN_AROUND(RUN) \
     if (meta.aqm.aecn.isValid()) { \
-        aecn_group.apply(meta.port_index, meta.aqm.aecn, meta.aqm.red, hdr, meta.rtt_us, \
+        aecn_group.apply(std_meta.egress_port, meta.aqm.aecn, meta.aqm.red, hdr, meta.rtt_us, \
                          std_meta, meta.rec, meta.group_index); \
     } \
     RUN \
     if (meta.aqm.aecn.isValid()) { \
-        aecn_debt.apply(meta.port_index, meta.aqm.aecn, meta.rec); \
+        aecn_debt.apply(std_meta.egress_port, meta.aqm.aecn, meta.rec); \
     }
 
 // Before RED's average and marker: the packet's group, and the group's ramp.
-control AecnGroup(in bit<32> index,
+control AecnGroup(in port_t index,
                   inout aecn_h p,
                   inout red_h ramp,
                   in headers_t hdr,
@@ -143,13 +143,24 @@ control AecnGroup(in bit<32> index,
 }
 
 // After RED's marker, whose decision (`fire` on entry) becomes a debt of the group.
-control AecnDebt(in bit<32> index,
+control AecnDebt(in port_t index,
                  inout aecn_h v,
                  inout aqm_record_h rec) {
-    register<bit<32>>(PORT_SLOTS) debt_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) debt_reg;
+
+    // The register calls in actions: outside one, p4c copies the port into a temporary
+    // (defines.p4).
+    action load() {
+        debt_reg.read(v.debts, index);
+    }
+
+    action store() {
+        debt_reg.write(index, v.debts);
+        rec.AECN_DEBTS = v.debts;
+    }
 
     apply {
-        debt_reg.read(v.debts, index);
+        load();
         if (rec.fresh == 1 || rec.avg < v.debt_floor) {
             v.debts = 0;
         }
@@ -168,8 +179,7 @@ control AecnDebt(in bit<32> index,
             v.owed = v.owed - 1;
         }
         v.debts = (v.debts & ~(32w0xff << v.shift)) | (v.owed << v.shift);
-        debt_reg.write(index, v.debts);
-        rec.AECN_DEBTS = v.debts;
+        store();
     }
 }
 

@@ -40,17 +40,17 @@ header blue_h {
     }
 
 // How AqmDispatch applies the control.
-#define BLUE_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.blue, std_meta, meta.arr_seq, meta.rec);
+#define BLUE_APPLY(INSTANCE) INSTANCE.apply(std_meta.egress_port, meta.aqm.blue, std_meta, meta.arr_seq, meta.rec);
 
-control Blue(in bit<32> index,
+control Blue(in port_t index,
              inout blue_h v,
              in standard_metadata_t std_meta,
              in bit<32> arr_seq,
              inout aqm_record_h rec) {
 
-    register<frac32_t>(PORT_SLOTS) pm_reg;
-    register<bit<48>>(PORT_SLOTS) last_update_reg;
-    register<bit<32>>(PORT_SLOTS) last_seq_reg;
+    register<frac32_t, port_t>(PORT_SLOTS) pm_reg;
+    register<bit<48>, port_t>(PORT_SLOTS) last_update_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) last_seq_reg;
 
     action load() {
         pm_reg.read(rec.BLUE_PM, index);

@@ -49,7 +49,7 @@ header codel_h {
     }
 
 // How AqmDispatch applies the control.
-#define CODEL_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.codel, std_meta, meta.rec);
+#define CODEL_APPLY(INSTANCE) INSTANCE.apply(std_meta.egress_port, meta.aqm.codel, std_meta, meta.rec);
 
 // RFC 8289's dodequeue: is the departing packet ok to drop? Its sojourn and every one
 // since the first above target stayed at or above target for an interval, and the queue
@@ -98,7 +98,7 @@ control CodelDodequeue(in standard_metadata_t std_meta,
 // after a drop when this packet is still ok to drop (the RFC's loop); on entering it, from
 // now, with count restarting at count - lastcount when that is above 1 and the last
 // drop_next was less than 16 intervals ago (or is ahead).
-control CodelControlLaw(in bit<32> index,
+control CodelControlLaw(in port_t index,
                         in standard_metadata_t std_meta,
                         inout codel_h v,
                         inout aqm_record_h rec) {
@@ -160,18 +160,18 @@ control CodelControlLaw(in bit<32> index,
 // RFC 8289's dequeue, for the departing packet: the next pass finishes what the RFC's call
 // does after a drop (control_plane/algorithms/codel.py). A signal marks the packet in an
 // ECN mode if it is ECN-capable (the verdict), and counts as a drop.
-control Codel(in bit<32> index,
+control Codel(in port_t index,
               inout codel_h v,
               in standard_metadata_t std_meta,
               inout aqm_record_h rec) {
 
     CodelDodequeue() dodequeue;
     CodelControlLaw() control_law;
-    register<bit<48>>(PORT_SLOTS) first_above_reg;
-    register<bit<48>>(PORT_SLOTS) drop_next_reg;
-    register<bit<32>>(PORT_SLOTS) count_reg;
-    register<bit<32>>(PORT_SLOTS) lastcount_reg;
-    register<bit<32>>(PORT_SLOTS) flags_reg;
+    register<bit<48>, port_t>(PORT_SLOTS) first_above_reg;
+    register<bit<48>, port_t>(PORT_SLOTS) drop_next_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) count_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) lastcount_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) flags_reg;
 
     action load() {
         rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;

@@ -25,14 +25,13 @@ const bit<32> DUALPI2_CHARGE_EXPORT_SESSIONS = 1024;
         meta.aqm.pi2.dual = dual; \
         meta.aqm.pi2.step_thresh = step_thresh; \
         meta.aqm.pi2.step_qlen = step_qlen; \
-        meta.aqm.pi2.charge_session = DUALPI2_CHARGE_SESSIONS + meta.port_index; \
-        meta.aqm.pi2.charge_export_session = DUALPI2_CHARGE_EXPORT_SESSIONS + meta.port_index; \
+        meta.aqm.pi2.charge_session = DUALPI2_CHARGE_SESSIONS + (bit<32>)std_meta.egress_port; \
+        meta.aqm.pi2.charge_export_session = DUALPI2_CHARGE_EXPORT_SESSIONS + (bit<32>)std_meta.egress_port; \
     }
 
 // Ingress, after forwarding: the L queue for ECT(1) and CE packets to a port with an entry
 // (the controller writes one for each DualPI2 port). Other packets pay one condition.
 control DualPi2Queue(in headers_t hdr,
-                     in bit<32> index,
                      inout standard_metadata_t std_meta) {
 
     action l_queue() {
@@ -40,7 +39,7 @@ control DualPi2Queue(in headers_t hdr,
     }
 
     table dualpi2_queue {
-        key = { index: exact @name("port"); }
+        key = { std_meta.egress_spec: exact @name("port"); }
         actions = { l_queue; @defaultonly NoAction; }
         const default_action = NoAction();
         size = PORT_SLOTS;

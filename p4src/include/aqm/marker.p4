@@ -15,7 +15,7 @@ control Marker(inout bit<32> index,    // the group's count: port * 4 + group
                inout red_h v,
                inout aqm_record_h rec) {
 
-    register<bit<32>>(PORT_SLOTS * 4) count_reg;
+    register<bit<32>, bit<32>>(PORT_SLOTS * 4) count_reg;
 
     // Straight-line steps as actions, without `if`s (p4c would predicate those into
     // conditional expressions, dearer in BMv2 without logging than the tables and

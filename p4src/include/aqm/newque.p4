@@ -60,19 +60,19 @@ header newque_h {
     }
 
 // How AqmDispatch applies the control.
-#define NEWQUE_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.newque, std_meta, meta.arr_seq, meta.rec);
+#define NEWQUE_APPLY(INSTANCE) INSTANCE.apply(std_meta.egress_port, meta.aqm.newque, std_meta, meta.arr_seq, meta.rec);
 
-control Newque(in bit<32> index,
+control Newque(in port_t index,
                inout newque_h v,
                in standard_metadata_t std_meta,
                in bit<32> arr_seq,
                inout aqm_record_h rec) {
 
-    register<frac32_t>(PORT_SLOTS) p_reg;
-    register<rate_t>(PORT_SLOTS) rate_reg;
-    register<bit<48>>(PORT_SLOTS) last_arrival_reg;
-    register<bit<48>>(PORT_SLOTS) last_change_reg;
-    register<bit<32>>(PORT_SLOTS) last_seq_reg;
+    register<frac32_t, port_t>(PORT_SLOTS) p_reg;
+    register<rate_t, port_t>(PORT_SLOTS) rate_reg;
+    register<bit<48>, port_t>(PORT_SLOTS) last_arrival_reg;
+    register<bit<48>, port_t>(PORT_SLOTS) last_change_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) last_seq_reg;
 
     // The gain g(T) = (1 - e^(-T/K)) / T, interpolated in T's bucket.
     action gain(rate_t gain_at_start, rate_t gain_drop_across) {

@@ -48,16 +48,16 @@ header pi_h {
     }
 
 // How AqmDispatch applies the control.
-#define PI_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pi, std_meta, meta.rec);
+#define PI_APPLY(INSTANCE) INSTANCE.apply(std_meta.egress_port, meta.aqm.pi, std_meta, meta.rec);
 
-control Pi(in bit<32> index,
+control Pi(in port_t index,
            inout pi_h v,
            in standard_metadata_t std_meta,
            inout aqm_record_h rec) {
 
     IntervalClock() clock;
-    register<p48_t>(PORT_SLOTS) p_reg;
-    register<bit<32>>(PORT_SLOTS) q_old_reg;
+    register<p48_t, port_t>(PORT_SLOTS) p_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) q_old_reg;
 
     action load() {
         p_reg.read(v.prob, index);

@@ -81,7 +81,7 @@ header pi2_h {
 #endif
 
 // How AqmDispatch applies the control.
-#define PI2_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pi2, std_meta, meta.rec);
+#define PI2_APPLY(INSTANCE) INSTANCE.apply(std_meta.egress_port, meta.aqm.pi2, std_meta, meta.rec);
 
 // RFC 9332's update of p', when it is due: the change kept in [0, 1], then each update
 // that found the queue(s) empty (qdelay 0), all at once: p' -= beta qdelay_old + alpha
@@ -168,7 +168,7 @@ control Pi2Signal(in standard_metadata_t std_meta,
     }
 }
 
-control Pi2(in bit<32> index,
+control Pi2(in port_t index,
             inout pi2_h v,
             in standard_metadata_t std_meta,
             inout aqm_record_h rec) {
@@ -176,9 +176,9 @@ control Pi2(in bit<32> index,
     PiCore() pi_core;
     Pi2Update() update;
     Pi2Signal() signal;
-    register<p48_t>(PORT_SLOTS) base_prob_reg;
-    register<usec_t>(PORT_SLOTS) qdelay_old_reg;
-    register<usec_t>(PORT_SLOTS) prev_reg;
+    register<p48_t, port_t>(PORT_SLOTS) base_prob_reg;
+    register<usec_t, port_t>(PORT_SLOTS) qdelay_old_reg;
+    register<usec_t, port_t>(PORT_SLOTS) prev_reg;
 
     action load() {
         rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;

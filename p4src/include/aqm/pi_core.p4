@@ -8,7 +8,7 @@
 // controller on queueing delay, updated every tupdate (control_plane/algorithms/pi_core.py
 // says how it meets BMv2). Each applies it to every departing packet, then its own step:
 // PIE scales the update by p's band, PI2 applies it as it is.
-control PiCore(in bit<32> index,
+control PiCore(in port_t index,
                in bit<1> fresh,
                in standard_metadata_t std_meta,
                in bit<32> deq_qdepth,

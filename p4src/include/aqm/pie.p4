@@ -78,13 +78,13 @@ header pie_h {
     }
 
 // How AqmDispatch applies the control.
-#define PIE_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.pie, std_meta, meta.rec);
+#define PIE_APPLY(INSTANCE) INSTANCE.apply(std_meta.egress_port, meta.aqm.pie, std_meta, meta.rec);
 
 // Updates that found the queue empty (cur = qdelay_old = 0), `missed` of them at once: p
 // moves that many points along the orbit of p under idle updates (control_plane/
 // algorithms/pie.py), found between two of its points (pie_idle_from) and interpolated
 // (pie_idle_to); each takes one tupdate of burst allowance.
-control PieIdleUpdates(in bit<32> index,
+control PieIdleUpdates(in port_t index,
                        inout pie_h v,
                        inout aqm_record_h rec) {
 
@@ -143,7 +143,7 @@ control PieIdleUpdates(in bit<32> index,
 }
 
 // RFC 8033's calculate_drop_prob, when the update is due.
-control PieCalculateDropProb(in bit<32> index,
+control PieCalculateDropProb(in port_t index,
                              inout pie_h v,
                              inout aqm_record_h rec) {
 
@@ -242,7 +242,7 @@ control PieDropEarly(in standard_metadata_t std_meta,
     }
 }
 
-control Pie(in bit<32> index,
+control Pie(in port_t index,
             inout pie_h v,
             in standard_metadata_t std_meta,
             inout aqm_record_h rec) {
@@ -250,11 +250,11 @@ control Pie(in bit<32> index,
     PiCore() pi_core;
     PieCalculateDropProb() calculate_drop_prob;
     PieDropEarly() drop_early;
-    register<p48_t>(PORT_SLOTS) drop_prob_reg;
-    register<usec_t>(PORT_SLOTS) qdelay_old_reg;
-    register<usec_t>(PORT_SLOTS) prev_reg;
-    register<usec_t>(PORT_SLOTS) burst_allowance_reg;
-    register<bit<64>>(PORT_SLOTS) accu_prob_reg;
+    register<p48_t, port_t>(PORT_SLOTS) drop_prob_reg;
+    register<usec_t, port_t>(PORT_SLOTS) qdelay_old_reg;
+    register<usec_t, port_t>(PORT_SLOTS) prev_reg;
+    register<usec_t, port_t>(PORT_SLOTS) burst_allowance_reg;
+    register<bit<64>, port_t>(PORT_SLOTS) accu_prob_reg;
 
     action load() {
         rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;

@@ -15,13 +15,13 @@
 // much it falls across the bucket; the data plane interpolates linearly. An idle time past
 // the last bucket misses and resets the average to 0.
 // Working values in red_h (red.p4). record: avg.
-control QueueAverage(in bit<32> index,
+control QueueAverage(in port_t index,
                      inout red_h v,
                      in standard_metadata_t std_meta,
                      inout aqm_record_h rec) {
 
-    register<qavg_t>(PORT_SLOTS) avg_reg;
-    register<bit<48>>(PORT_SLOTS) last_departure_reg;
+    register<qavg_t, port_t>(PORT_SLOTS) avg_reg;
+    register<bit<48>, port_t>(PORT_SLOTS) last_departure_reg;
 
     // avg *= the factor interpolated in the bucket (FRAC32).
     action decay(frac32_t start_factor, frac32_t drop_across) {

@@ -53,7 +53,7 @@ header red_h {
 // register calls (temporaries, defines.p4).
 #define RED_RAMP(WQ, IDLE_SHIFT, MINTH, MAXTH, HARDTH, SLOPE, MAXP, GENTLE_SLOPE, WAIT) \
     meta.aqm.red.setValid(); \
-    meta.group_index = meta.port_index << 2; \
+    meta.group_index = (bit<32>)std_meta.egress_port << 2; \
     meta.aqm.red.wq = WQ; \
     meta.aqm.red.idle_shift = IDLE_SHIFT; \
     meta.aqm.red.t0 = MINTH; \
@@ -72,10 +72,10 @@ header red_h {
 
 // How AqmDispatch applies the control.
 #define RED_APPLY(INSTANCE) \
-    INSTANCE.apply(meta.port_index, meta.group_index, meta.aqm.red, std_meta, meta.rec);
+    INSTANCE.apply(std_meta.egress_port, meta.group_index, meta.aqm.red, std_meta, meta.rec);
 
 // record: avg (QPKT), prob = pb (FRAC32), count (unmarked packets before this one).
-control Red(in bit<32> index,
+control Red(in port_t index,
             inout bit<32> group_index,
             inout red_h r,
             in standard_metadata_t std_meta,

@@ -55,18 +55,18 @@ header rem_h {
     }
 
 // How AqmDispatch applies the control.
-#define REM_APPLY(INSTANCE) INSTANCE.apply(meta.port_index, meta.aqm.rem, std_meta, meta.arr_seq, meta.rec);
+#define REM_APPLY(INSTANCE) INSTANCE.apply(std_meta.egress_port, meta.aqm.rem, std_meta, meta.arr_seq, meta.rec);
 
-control Rem(in bit<32> index,
+control Rem(in port_t index,
             inout rem_h v,
             in standard_metadata_t std_meta,
             in bit<32> arr_seq,
             inout aqm_record_h rec) {
 
     IntervalClock() clock;
-    register<price_t>(PORT_SLOTS) price_reg;
-    register<frac32_t>(PORT_SLOTS) mark_reg;
-    register<bit<32>>(PORT_SLOTS) seq_reg;
+    register<price_t, port_t>(PORT_SLOTS) price_reg;
+    register<frac32_t, port_t>(PORT_SLOTS) mark_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) seq_reg;
 
     action load() {
         price_reg.read(v.price, index);

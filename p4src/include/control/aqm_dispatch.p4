@@ -48,7 +48,7 @@ control AqmDispatch(inout headers_t hdr,
     P4AQM_FOR_EACH_AROUND(AQM_AROUND_INSTANCES)
 
     // Every packet of the port, AQM or not (verdict.p4 counts what the AQM did to them).
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) seen;
+    counter<port_t>(PORT_SLOTS, CounterType.packets_and_bytes) seen;
 
     // The part of every algorithm's aqm_config action that is the same for all: in the
     // table's action rather than after it, where p4c would make a table of its own for it
@@ -56,7 +56,7 @@ control AqmDispatch(inout headers_t hdr,
     // level; CE for the other algorithms).
     action aqm_common(bit<8> algorithm, bit<2> ecn_mode, bit<2> level_a, bit<32> limit,
                       bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random) {
-        seen.count(meta.port_index);
+        seen.count(std_meta.egress_port);
         meta.rec.setValid();
 #ifndef P4AQM_ONE_CONTROL
         meta.rec.algorithm = algorithm;
@@ -75,11 +75,11 @@ control AqmDispatch(inout headers_t hdr,
 
     // The port's AQM headers stay invalid.
     action no_aqm() {
-        seen.count(meta.port_index);
+        seen.count(std_meta.egress_port);
     }
 
     table aqm_config {
-        key = { meta.port_index: exact @name("port"); }
+        key = { std_meta.egress_port: exact @name("port"); }
         actions = {
             P4AQM_FOR_EACH_ALGORITHM(AQM_TABLE_ACTION)
             @defaultonly no_aqm;
@@ -92,11 +92,11 @@ control AqmDispatch(inout headers_t hdr,
         // The profile "none" has no algorithm, so no port is ever a hit.
         if (aqm_config.apply().hit) {
 #ifdef P4AQM_ANY_ALGORITHM
-            prologue.apply(meta.port_index, hdr, meta.rec);
+            prologue.apply(std_meta.egress_port, hdr, meta.rec);
             // One branch per control, each ending in `else` (the last one's is the empty
             // block): DropTail runs none.
             P4AQM_FOR_EACH_CONTROL(AQM_BRANCH) {}
-            verdict.apply(meta.port_index, meta.group_index, hdr, std_meta, meta.rec);
+            verdict.apply(meta.group_index, hdr, std_meta, meta.rec);
 #endif
         }
     }

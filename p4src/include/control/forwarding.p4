@@ -10,15 +10,15 @@ control Forwarding(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t std_meta) {
 
-    counter(INGRESS_DROP_REASONS, CounterType.packets) ingress_drops;
+    counter<bit<32>>(INGRESS_DROP_REASONS, CounterType.packets) ingress_drops;
     // Packets the ingress handed to each egress queue. Compared with the egress "seen"
     // counter it reveals BMv2's silent tail drops at a full queue.
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) enqueued;
+    counter<port_t>(PORT_SLOTS, CounterType.packets_and_bytes) enqueued;
 #ifdef P4AQM_WITH_ARRIVALS
     // The same count as a number each packet carries to egress (meta.arr_seq): a gap
     // between two consecutive packets of a port is BMv2's tail drops between them, and the
     // difference over an interval is the arrivals in it (NEWQUE, BLUE, REM).
-    register<bit<32>>(PORT_SLOTS) arrivals;
+    register<bit<32>, port_t>(PORT_SLOTS) arrivals;
 #endif
 
     action drop(bit<32> reason) {
@@ -27,11 +27,10 @@ control Forwarding(inout headers_t hdr,
     }
 
     // Hands the packet to a port's queue: counted, and numbered (meta.arr_seq) in a profile
-    // that reads the number. The port is given as 32 bits, the width of the register and
-    // counter indexes.
-    action enqueue(bit<32> port) {
-        std_meta.egress_spec = (port_t)port;
-        meta.port_index = port;
+    // that reads the number. Per-port registers and counters are indexed by the port itself
+    // (egress reads it from the standard metadata).
+    action enqueue(port_t port) {
+        std_meta.egress_spec = port;
         enqueued.count(port);
 #ifdef P4AQM_WITH_ARRIVALS
         arrivals.read(meta.arr_seq, port);
@@ -40,7 +39,7 @@ control Forwarding(inout headers_t hdr,
 #endif
     }
 
-    action route(bit<32> port, mac_t src_mac, mac_t dst_mac) {
+    action route(port_t port, mac_t src_mac, mac_t dst_mac) {
         enqueue(port);
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
@@ -58,7 +57,7 @@ control Forwarding(inout headers_t hdr,
         size = 1024;
     }
 
-    action l2_forward(bit<32> port) {
+    action l2_forward(port_t port) {
         enqueue(port);
     }
 

@@ -15,13 +15,13 @@
 // The draw is one uniform FRAC32 per packet. The default is a per-port xorshift32 stream
 // (Marsaglia 2003) seeded by the controller, so runs are reproducible and the golden model
 // can follow the switch draw by draw; BMv2's random() is the unseedable alternative.
-control Prologue(in bit<32> index,
+control Prologue(in port_t index,
                  in headers_t hdr,
                  inout aqm_record_h rec) {
 
-    register<bit<16>>(PORT_SLOTS) epoch_reg;
-    register<bit<32>>(PORT_SLOTS) pkt_seq_reg;
-    register<bit<32>>(PORT_SLOTS) state_reg;    // the PRNG's
+    register<bit<16>, port_t>(PORT_SLOTS) epoch_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) pkt_seq_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) state_reg;    // the PRNG's
 
     // A packet that is not IPv4 reads here what an earlier packet left in the header; it
     // is set right below (the record is Not-ECT but for IPv4).

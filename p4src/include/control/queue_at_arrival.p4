@@ -9,14 +9,14 @@
 // each port minus packets egress took from it. Each register has one writer (ingress or
 // egress) and BMv2 locks a register for the action that accesses it, so no count is lost;
 // a departure not yet counted only makes the depth one packet deeper for a moment.
-register<bit<32>>(PORT_SLOTS) admitted_reg;
-register<bit<32>>(PORT_SLOTS) departed_reg;
+register<bit<32>, port_t>(PORT_SLOTS) admitted_reg;
+register<bit<32>, port_t>(PORT_SLOTS) departed_reg;
 
 // What egress would see of the packet, as the AQM's input at arrival: the depth it finds
 // (PKTS, as enq_qdepth and deq_qdepth), now as the time of every event (USEC/USEC48), no
 // sojourn yet. An idle period is therefore timed from the previous arrival, not from the
 // previous departure as at dequeue.
-control ArrivalView(in bit<32> index,
+control ArrivalView(in port_t index,
                     in standard_metadata_t std_meta,
                     out standard_metadata_t view) {
     bit<32> admitted;
@@ -43,7 +43,7 @@ control ArrivalView(in bit<32> index,
     }
 }
 
-control Admit(in bit<32> index) {
+control Admit(in port_t index) {
     action admit() {
         bit<32> n;
         admitted_reg.read(n, index);
@@ -58,7 +58,7 @@ control Admit(in bit<32> index) {
 // Egress: the departure counted, and the depth the packet left behind as BMv2 saw it
 // stamped for telemetry (which stamps the rest of the queue's fields as the packet leaves:
 // telemetry.p4); the AQM's values are ingress's.
-control Departure(in bit<32> index,
+control Departure(in port_t index,
                   in standard_metadata_t std_meta,
                   inout aqm_record_h rec) {
     action depart() {

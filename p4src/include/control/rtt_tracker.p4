@@ -65,12 +65,12 @@ control RttTracker(in headers_t hdr,
                    in bit<48> now48,
                    inout bit<32> rtt) {   // 0 on entry (metadata)
 
-    register<bit<32>>(PT_SLOTS) pt_sig;
-    register<bit<32>>(PT_SLOTS) pt_time;
-    register<bit<32>>(FT_SLOTS) ft_sig;
-    register<bit<32>>(FT_SLOTS) ft_seen;
-    register<bit<32>>(FT_SLOTS * 2) ft_leg;   // USEC, smoothed; 0: no sample yet
-    counter(RTT_EVENTS, CounterType.packets) rtt_events;
+    register<bit<32>, bit<32>>(PT_SLOTS) pt_sig;
+    register<bit<32>, bit<32>>(PT_SLOTS) pt_time;
+    register<bit<32>, bit<32>>(FT_SLOTS) ft_sig;
+    register<bit<32>, bit<32>>(FT_SLOTS) ft_seen;
+    register<bit<32>, bit<32>>(FT_SLOTS * 2) ft_leg;   // USEC, smoothed; 0: no sample yet
+    counter<bit<32>>(RTT_EVENTS, CounterType.packets) rtt_events;
     rtt_vars_h v;
 
     action track() {

@@ -6,15 +6,15 @@
 // Live AQM state reaches the controller as PacketIn: a packet due for export is cloned
 // (egress to egress) to TELEMETRY_SESSION, whose replica goes to CPU_PORT; the clone's
 // egress pass (TelemetryFormat) turns it into a bare telemetry header.
-control TelemetryExport(in bit<32> index,
+control TelemetryExport(in port_t index,
                         in headers_t hdr,
                         in standard_metadata_t std_meta,
                         inout aqm_record_h rec,
                         inout aqm_export_h v,
                         inout aqm_stamp_h stamp) {
 
-    register<bit<32>>(PORT_SLOTS) tele_seq_reg;
-    register<usec_t>(PORT_SLOTS) last_export_reg;
+    register<bit<32>, port_t>(PORT_SLOTS) tele_seq_reg;
+    register<usec_t, port_t>(PORT_SLOTS) last_export_reg;
 
     // interval_us = 0 exports every packet (conformance tests); otherwise at most one
     // record per interval, on the first packet after it. What the decision needs is loaded

@@ -13,31 +13,30 @@
 // Drop counters are exclusive: prob_drops + forced_drops + overflow_drops is every drop;
 // notect_drops counts the subset that were Not-ECT packets an ECN mode would have marked.
 // A packet that passes (most of them) pays two conditions.
-control Verdict(in bit<32> index,
-                inout bit<32> group_index,
+control Verdict(inout bit<32> group_index,
                 inout headers_t hdr,
                 inout standard_metadata_t std_meta,
                 inout aqm_record_h rec) {
 
-    counter(PORT_SLOTS, CounterType.packets) prob_drops;
-    counter(PORT_SLOTS, CounterType.packets) forced_drops;
-    counter(PORT_SLOTS, CounterType.packets) overflow_drops;
-    counter(PORT_SLOTS, CounterType.packets) notect_drops;
+    counter<port_t>(PORT_SLOTS, CounterType.packets) prob_drops;
+    counter<port_t>(PORT_SLOTS, CounterType.packets) forced_drops;
+    counter<port_t>(PORT_SLOTS, CounterType.packets) overflow_drops;
+    counter<port_t>(PORT_SLOTS, CounterType.packets) notect_drops;
 #ifdef P4AQM_WITH_MECN_LEVELS
-    counter(PORT_SLOTS, CounterType.packets) marks_incipient;
+    counter<port_t>(PORT_SLOTS, CounterType.packets) marks_incipient;
 #endif
-    counter(PORT_SLOTS, CounterType.packets) marks_ce;
+    counter<port_t>(PORT_SLOTS, CounterType.packets) marks_ce;
     // Marks and drops per group of the port (group_index = port * 4 + group; AECN's RTT
     // groups, PI2's classes, group 0 for the other algorithms).
-    counter(PORT_SLOTS * 4, CounterType.packets) group_marks;
-    counter(PORT_SLOTS * 4, CounterType.packets) group_drops;
+    counter<bit<32>>(PORT_SLOTS * 4, CounterType.packets) group_marks;
+    counter<bit<32>>(PORT_SLOTS * 4, CounterType.packets) group_drops;
 
     // The group's counter index, as a metadata field: p4c makes a temporary of any other.
     action group_of() {
 #ifdef P4AQM_RECORD_GROUP
-        group_index = (index << 2) | (bit<32>)rec.group;
+        group_index = ((bit<32>)std_meta.egress_port << 2) | (bit<32>)rec.group;
 #else
-        group_index = index << 2;
+        group_index = (bit<32>)std_meta.egress_port << 2;
 #endif
     }
 
@@ -69,26 +68,26 @@ control Verdict(in bit<32> index,
                     if (rec.ecn_in == (bit<8>)ECN_ECT0) {
                         hdr.ipv4.ecn = rec.level_a;
                     }
-                    marks_incipient.count(index);
+                    marks_incipient.count(std_meta.egress_port);
                 } else
 #endif
                 {
                     hdr.ipv4.ecn = ECN_CE;
-                    marks_ce.count(index);
+                    marks_ce.count(std_meta.egress_port);
                 }
             } else {
                 mark_to_drop(std_meta);
                 group_drops.count(group_index);
                 if (rec.outcome == OUTCOME_PROB_DROP) {
-                    prob_drops.count(index);
+                    prob_drops.count(std_meta.egress_port);
                 } else if (rec.outcome == OUTCOME_FORCED_DROP) {
-                    forced_drops.count(index);
+                    forced_drops.count(std_meta.egress_port);
                 } else {
-                    overflow_drops.count(index);
+                    overflow_drops.count(std_meta.egress_port);
                 }
                 if (ecn_marks && rec.ecn_in == (bit<8>)ECN_NOT_ECT
                         && rec.outcome != OUTCOME_OVERFLOW_DROP) {
-                    notect_drops.count(index);
+                    notect_drops.count(std_meta.egress_port);
                 }
             }
         }
