@@ -134,10 +134,10 @@ def test_the_steps_and_what_each_builds_on(layout):
         ("pi-build", ("pi-configure",)),
         ("bmv2-configure", ("pi-build",)),
         ("bmv2-build", ("bmv2-configure",)),
-        ("bmv2-perf-configure", ("pi-build",)),
-        ("bmv2-perf-build", ("bmv2-perf-configure",)),
         ("p4c-configure", ()),
         ("p4c-build", ("p4c-configure",)),
+        ("bmv2-perf-configure", ("pi-build",)),
+        ("bmv2-perf-build", ("bmv2-perf-configure",)),
         ("check", ("pi-build", "bmv2-build", "bmv2-perf-build", "p4c-build")),
     ]
 
