@@ -400,6 +400,11 @@ FACTORS: dict[str, Factor] = {
     "bmv2_drop": Factor("the twin's drops at departure keep the packet's service slot, as "
                         "BMv2's egress drops do (0: the link is free at once, as in ns-2 "
                         "and ns-3; the default)", _flag, lambda v: _twin, ("ns3",)),
+    "jitter": Factor("ms the twin's delay lines hold a packet late on average (exponential, "
+                     "in order: one late packet holds up those behind it), on each access "
+                     "link with a delay or a loss, at both ends, as the testbed's userspace "
+                     "delay lines on busy cores (0: never late; the default)",
+                     _number(0, 100), lambda v: _twin, ("ns3",)),
     "scalable": Factor("the twin's scalable sender: dctcp (ns-3's DCTCP on ECT(1), the "
                        "default) or transport (the testbed's, transport/scalable.py)",
                        _choice(SCALABLE_SENDERS), lambda v: _twin, ("ns3",)),

@@ -231,3 +231,51 @@ def test_ns3s_own_fifo_queue_disc_gives_droptail_s_run_packet_for_packet(tmp_pat
             for run in (model, native)]
     assert len(rows[0]) > 300 and rows[0] == rows[1]
     assert read_csv(model / "counters.csv") == read_csv(native / "counters.csv")
+
+
+def through_delay_line(times_ns: list[int], jitter: float, queue: int = 1000) -> list[int]:
+    """Each packet's time from its send to its arrival across a link whose ends are delay
+    lines late by `jitter` s on average (AddLink's JitterQueueDisc); packets in send order."""
+    from experiments.ns3.loader import load
+    from experiments.ns3.simulation import SOURCE
+    g = load(SOURCE)
+    net = g.p4aqm_twin.Network(1, 11)
+    net.SetHooks(*[lambda *a: None] * 6)    # kept alive while ns-3 holds them
+    a, b = net.AddNode(), net.AddNode()
+    net.AddLink(a, b, RATE, DELAY_NS / 1e9, queue, 0.0, 0.0, jitter)
+    net.AssignAddresses()
+    receiver = net.AddTraceReceiver(b, UDP)
+    net.AddTraceSender(a, b, UDP, times_ns, [1000] * len(times_ns), [0] * len(times_ns))
+    net.Run(times_ns[-1] / 1e9 + 5.0)
+    seq, at = [int(k) for k in receiver.seq], [int(t) for t in receiver.atNs]
+    del net
+    assert seq == list(range(len(times_ns))), "a delay line loses nothing and keeps order"
+    return [t - times_ns[k] for k, t in zip(seq, at)]
+
+
+def test_the_delay_lines_jitter_is_exponential_and_keeps_order():
+    """--factor jitter=MS: apart, each packet is late by an exponential draw of mean MS;
+    in a burst, a late packet holds up those behind it (the line releases in order)."""
+    apart = [round(0.01e9 + k * 0.1e9) for k in range(400)]      # 100 ms apart: none waits
+    on_time = through_delay_line(apart, 0.0)
+    assert len(set(on_time)) == 1                # transmission and propagation, constant
+    base, mean = on_time[0], 0.005
+    late = [(t - base) / 1e9 for t in through_delay_line(apart, mean)]
+    assert min(late) >= 0
+    n = len(late)
+    m = sum(late) / n
+    assert abs(m - mean) < 4 * mean / math.sqrt(n)               # the mean, 4 sigma
+    # Exponential, not constant nor uniform: the median is ln 2 of the mean, and about
+    # e^-2 of the packets are later than twice the mean.
+    assert abs(sorted(late)[n // 2] / m - math.log(2)) < 0.15
+    assert abs(sum(x > 2 * m for x in late) / n - math.exp(-2)) < 0.05
+
+    burst = [round(0.01e9 + k * 2e6) for k in range(300)]       # one per 2 ms, 1 ms each
+    waits = through_delay_line(burst, mean)
+    released = [t + waits[k] for k, t in enumerate(burst)]
+    assert released == sorted(released)
+    # Held up behind a late one: arriving right after it, one transmission apart.
+    transmission = base - DELAY_NS
+    held = sum(1 for k in range(1, len(released))
+               if released[k] - released[k - 1] <= transmission + 2)
+    assert held > 30

@@ -75,12 +75,14 @@ class Behaviour:
     bmv2_drop: bool = False
     scalable: str = "dctcp"
     aqm_impl: str = "model"
+    jitter: float = 0.0     # s a delay line's packet is late on average (0: never)
 
     @classmethod
     def of(cls, spec: RunSpec) -> "Behaviour":
         f = dict(spec.factors)
         return cls(f.get("decide_at", cls.decide_at), f.get("bmv2_drop", "0") == "1",
-                   f.get("scalable", cls.scalable), f.get("aqm_impl", cls.aqm_impl))
+                   f.get("scalable", cls.scalable), f.get("aqm_impl", cls.aqm_impl),
+                   float(f.get("jitter", 0)) / 1000)
 
 
 @dataclass
@@ -195,11 +197,14 @@ class Twin:
             node = net.AddNode()
             bps = access.mbps * 1e6 if access.mbps else UNSHAPED
             queue = queue_packets(access, mtu)
+            # Where the testbed has a delay line (a delay or a loss), its lateness.
+            jitter = self.behaviour.jitter if access.delay > 0 or access.loss > 0 else 0.0
             if outward:      # the host sends into the network
-                net.AddLink(node, router, bps, access.delay, queue, access.loss, access.loss)
+                net.AddLink(node, router, bps, access.delay, queue, access.loss, access.loss,
+                            jitter)
             else:
                 net.AddLink(router, node, bps, access.delay, WIDE_QUEUE, access.loss,
-                            access.loss)
+                            access.loss, jitter)
             return Host(name, node, ip)
 
         if isinstance(topo, DumbbellSpec):

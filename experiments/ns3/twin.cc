@@ -9,6 +9,7 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -452,6 +453,97 @@ class TwinQueueDisc : public QueueDisc
 };
 
 NS_OBJECT_ENSURE_REGISTERED(TwinQueueDisc);
+
+// A link's egress through a userspace delay line as the testbed's (topologies/delayline.py):
+// each packet is held an extra time drawn from an exponential distribution (the line's
+// thread late, on a busy core) and leaves in arrival order, so one late packet holds up
+// those behind it, as the line's one releasing thread does. `limit` packets may wait for
+// the device once due (the host's tbf queue); the held ones are the line's.
+class JitterQueueDisc : public QueueDisc
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("p4aqm_twin::JitterQueueDisc")
+                                .SetParent<QueueDisc>()
+                                .SetGroupName("TrafficControl")
+                                .AddConstructor<JitterQueueDisc>();
+        return tid;
+    }
+
+    JitterQueueDisc()
+        : QueueDisc(QueueDiscSizePolicy::SINGLE_INTERNAL_QUEUE)
+    {
+    }
+
+    void Configure(uint32_t limit, double meanLate, int64_t stream)
+    {
+        m_limit = limit;
+        m_late = CreateObject<ExponentialRandomVariable>();
+        m_late->SetAttribute("Mean", DoubleValue(meanLate));
+        m_late->SetStream(stream);
+    }
+
+  protected:
+    bool CheckConfig() override
+    {
+        if (GetNInternalQueues() == 0)
+        {
+            AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
+                "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 1000000))));
+        }
+        return m_late != nullptr && m_limit > 0;
+    }
+
+    void InitializeParams() override
+    {
+    }
+
+    bool DoEnqueue(Ptr<QueueDiscItem> item) override
+    {
+        Time now = Simulator::Now();
+        // The release times never decrease: those due are a prefix.
+        auto due = std::upper_bound(m_release.begin(), m_release.end(), now) - m_release.begin();
+        if (uint32_t(due) >= m_limit)
+        {
+            DropBeforeEnqueue(item, "limit");
+            return false;
+        }
+        Time release = std::max(m_lastRelease, now + Seconds(m_late->GetValue()));
+        m_release.push_back(release);
+        m_lastRelease = release;
+        GetInternalQueue(0)->Enqueue(item);
+        return true;
+    }
+
+    Ptr<QueueDiscItem> DoDequeue() override
+    {
+        if (m_release.empty())
+        {
+            return nullptr;
+        }
+        Time now = Simulator::Now();
+        if (now < m_release.front())
+        {
+            if (!m_wakeup.IsPending())
+            {
+                m_wakeup = Simulator::Schedule(m_release.front() - now, &QueueDisc::Run, this);
+            }
+            return nullptr;
+        }
+        m_release.pop_front();
+        return GetInternalQueue(0)->Dequeue();
+    }
+
+  private:
+    uint32_t m_limit = 0;
+    Ptr<ExponentialRandomVariable> m_late;
+    std::deque<Time> m_release;
+    Time m_lastRelease;
+    EventId m_wakeup;
+};
+
+NS_OBJECT_ENSURE_REGISTERED(JitterQueueDisc);
 
 // ----- flows --------------------------------------------------------------------------------
 
@@ -1349,9 +1441,10 @@ class Network
 
     // A link of `bps` (the device's rate) and one-way `delay` s; each end's egress queue
     // holds `queue` packets (FIFO); `loss` drops that fraction of the packets arriving at b
-    // (and `lossBack` at a), at random. Returns the link's index.
+    // (and `lossBack` at a), at random; `jitter` > 0: each end's egress is a delay line's,
+    // each packet late by `jitter` s on average (JitterQueueDisc). Returns the link's index.
     uint32_t AddLink(uint32_t a, uint32_t b, double bps, double delay, uint32_t queue,
-                     double loss, double lossBack)
+                     double loss, double lossBack, double jitter = 0)
     {
         PointToPointHelper p2p;
         p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(bps))));
@@ -1359,10 +1452,24 @@ class Network
         p2p.SetQueue("ns3::DropTailQueue", "MaxSize",
                      QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 1)));
         NetDeviceContainer devices = p2p.Install(m_nodes[a], m_nodes[b]);
-        TrafficControlHelper fifo;
-        fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
-                              QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, queue)));
-        fifo.Install(devices);
+        if (jitter > 0)
+        {
+            for (uint32_t end = 0; end < 2; end++)
+            {
+                TrafficControlHelper line;
+                line.SetRootQueueDisc("p4aqm_twin::JitterQueueDisc");
+                Ptr<JitterQueueDisc> disc =
+                    DynamicCast<JitterQueueDisc>(line.Install(devices.Get(end)).Get(0));
+                disc->Configure(queue, jitter, m_streams++);
+            }
+        }
+        else
+        {
+            TrafficControlHelper fifo;
+            fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
+                                  QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, queue)));
+            fifo.Install(devices);
+        }
         Lossy(devices.Get(1), loss);
         Lossy(devices.Get(0), lossBack);
         m_links.push_back(devices);
