@@ -15,7 +15,7 @@ the experiment's title, scaling and the paper's claims, from the registry that
     ```
 every figure under docs/figures/e5/, put there from a run by `python -m analysis.figures`,
 with the run it comes from (the PNG's "Source" text); a folder without a figure fails the
-build, unless PENDING says why it has none yet;
+build (a page shows no placeholder);
 
     ```{docstring} control_plane.algorithms.codel
     ```
@@ -183,31 +183,16 @@ class ExperimentDirective(Markdown):
         return self.render(lines)
 
 
-# The figure folders a page names before any figure is published there, and why: the page
-# says so. Any other `{figures}` without a figure fails the build, and so does a name here
-# once its folder has figures (take it off).
-PENDING = {"bench": "the benchmark summary is not published under docs/ yet"}
-
-
 class FiguresDirective(Markdown):
-    option_spec = {"command": str}
-
     def run(self) -> list[nodes.Node]:
         name = self.arguments[0]
         srcdir = Path(self.env.srcdir)
         folder = srcdir / "figures" / name
-        command = self.options.get(
-            "command", f"python -m analysis.figures experiment results/{name}/<time>")
+        command = f"python -m analysis.figures experiment results/{name}/<time>"
         pngs = sorted(folder.glob("*.png"))
-        if pngs and name in PENDING:
-            raise self.error(f"docs/figures/{name}/ has figures now: take {name!r} off "
-                             "PENDING (docs/_ext/generated.py)")
         if not pngs:
-            if name not in PENDING:
-                raise self.error(f"no figure in docs/figures/{name}/: publish a run's "
-                                 f"(`{command}`), or show none")
-            return self.render([f"No figure yet ({PENDING[name]}): `{command}` draws them "
-                                "from a run."])
+            raise self.error(f"no figure in docs/figures/{name}/: publish a run's "
+                             f"(`{command}`), or show none")
         lines = []
         for png in pngs:
             self.env.note_dependency(str(png))
