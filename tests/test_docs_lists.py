@@ -1,8 +1,11 @@
 """Every list the docs and the README type by hand, checked against the code it lists: the
-algorithms (the registry), aqmctl's commands, options and choices (its click group), the
-factors and their values, the transports, the experiments (the catalog) and which of them
-each command-line option changes. A new algorithm, factor, transport, experiment or
-subcommand without its line in the docs fails here, and so does a line the code lost.
+algorithms (the registry: their names, families, where the twin decides them, those on
+RED's average), aqmctl's commands, options and choices (its click group), a port's fields,
+the factors and their values, the transports, the experiments (the catalog: their pages,
+make targets and repeats) and which of them each command-line option changes. A new
+algorithm, factor, transport, experiment or subcommand without its line in the docs fails
+here, and so does a line the code lost; so does a page naming a run under results/, which
+is not committed.
 
 Each check is a function returning what is missing or left over, so that the drift tests
 below can hand it the code's list with one item too many (or the page with one line too
@@ -79,7 +82,6 @@ def experiments_named(text: str) -> set[str]:
 
 PROSE_PAGES = {
     "README.md, first paragraph": lambda: first_paragraph(read("README.md")),
-    "README.md, the algorithms' table": lambda: section(read("README.md"), "The algorithms"),
     "docs/index.md, first paragraph": lambda: first_paragraph(read("docs/index.md")),
 }
 
@@ -93,6 +95,25 @@ def test_every_algorithm_has_its_prose_name():
 @pytest.mark.parametrize("page", PROSE_PAGES)
 def test_the_pages_that_list_the_algorithms_name_every_one(page):
     assert names_missing(PROSE_PAGES[page](), PROSE_NAMES.values()) == []
+
+
+def readme_table_problems(readme: str, names: Iterable[str]) -> list[str]:
+    """The README's table of the algorithms: each algorithm's prose name in the first cell
+    of a row (a row may name several: RED's family), and each row naming one of them (its
+    cells are written by hand, so the table is checked rather than generated)."""
+    names = list(names)
+    cells = [line.split("|")[1].strip()
+             for line in section(readme, "The algorithms").splitlines()
+             if line.startswith("| ") and not line.startswith("| algorithm |")]
+    problems = [f"{name}: no row in the README's table"
+                for name in names_missing(" / ".join(cells), names)]
+    problems += [f"the README's row {cell!r} names no algorithm of the registry"
+                 for cell in cells if len(names_missing(cell, names)) == len(names)]
+    return problems
+
+
+def test_the_readme_table_has_a_row_for_each_algorithm_and_none_other():
+    assert readme_table_problems(read("README.md"), PROSE_NAMES.values()) == []
 
 
 def example_lists_problems(toml: str, algorithms: Iterable[str],
@@ -138,6 +159,60 @@ def test_the_configuration_page_has_every_key():
     assert configuration_problems(read("docs/controller/configuration.md"), TOP_LEVEL,
                                   PORT_KEYS, PORT_FIELDS, typing.get_args(LoopKind),
                                   typing.get_args(AlphaVariant)) == []
+
+
+def prose_named(text: str) -> set[str]:
+    """The registry's algorithms a text names by their prose names."""
+    return {name for name, prose in PROSE_NAMES.items() if not names_missing(text, [prose])}
+
+
+def bullet(page: str, start: str) -> str:
+    """The list item of a page that begins with `start`, up to the next item or paragraph."""
+    found = re.search(rf"^- {re.escape(start)}(.*?)(?=^- |^\n|\Z)", page, re.M | re.S)
+    assert found, f"no item {start!r}"
+    return found.group(1)
+
+
+def red_average_problems(page: str, algorithms: dict) -> list[str]:
+    """docs/algorithms/index.md: the algorithms deciding on RED's average are those that run
+    RED's control."""
+    said = prose_named(bullet(page, "The RED family"))
+    runs = {name for name, cls in algorithms.items() if cls.control == "Red"}
+    return [] if said == runs else [f"the page says {sorted(said)}, RED's control runs "
+                                    f"{sorted(runs)}"]
+
+
+def test_the_algorithms_page_names_those_on_red_s_average():
+    assert red_average_problems(read("docs/algorithms/index.md"), ALGORITHMS) == []
+
+
+def decides_at_problems(page: str, algorithms: dict) -> list[str]:
+    """docs/experiments/twin.md: where the twin decides each algorithm by default, as its
+    class says (decides_at); DropTail, with no control, decides nothing."""
+    said = {"arrival": prose_named(bullet(page, "on arrival:")),
+            "departure": prose_named(bullet(page, "at the front of the queue:"))}
+    wanted: dict[str, set[str]] = {"arrival": set(), "departure": set()}
+    for name, cls in algorithms.items():
+        if cls.control is not None:
+            wanted.setdefault(cls.decides_at, set()).add(name)
+    return [f"{at}: the page says {sorted(said.get(at, set()))}, the classes "
+            f"{sorted(names)}" for at, names in wanted.items() if said.get(at) != names]
+
+
+def test_the_twin_page_says_where_each_algorithm_decides():
+    assert decides_at_problems(read("docs/experiments/twin.md"), ALGORITHMS) == []
+
+
+def port_field_problems(page: str, port_fields: Iterable[str]) -> list[str]:
+    """A page's sentence on what every port takes names every field of a port."""
+    sentence = re.search(r"[Ee]very port also takes (.*?)\.\n", page, re.S)
+    assert sentence, "no sentence on what every port takes"
+    named = set(re.findall(r"`(\w+)`", sentence.group(1)))
+    return [f"port field {f} not named" for f in port_fields if f not in named]
+
+
+def test_the_algorithms_page_names_what_every_port_takes():
+    assert port_field_problems(read("docs/algorithms/index.md"), PORT_FIELDS) == []
 
 
 # ----- aqmctl --------------------------------------------------------------------------------
@@ -200,9 +275,9 @@ def set_list_problems(page: str, algorithms: dict, port_fields: Iterable[str]) -
         "no {parameters} table of every algorithm"]
     if f"`{NoAqm.action}`" not in page:
         problems.append(f"{NoAqm.action} not shown")
+    problems += port_field_problems(page, port_fields)
     sentence = re.search(r"Every port also takes (.*?)\.\n", page, re.S).group(1)
     named = set(re.findall(r"`(\w+)`", sentence))
-    problems += [f"port field {f} not named" for f in port_fields if f not in named]
     automatic = {name for name, cls in algorithms.items() if cls.target_delay_sets}
     if named & set(algorithms) != automatic:
         problems.append(f"target_delay's algorithms: {sorted(named & set(algorithms))}, "
@@ -212,6 +287,25 @@ def set_list_problems(page: str, algorithms: dict, port_fields: Iterable[str]) -
 
 def test_the_aqmctl_page_lists_every_algorithm_and_what_every_port_takes():
     assert set_list_problems(read("docs/controller/aqmctl.md"), ALGORITHMS, PORT_FIELDS) == []
+
+
+def family_problems(page: str, algorithms: dict) -> list[str]:
+    """docs/controller/aqmctl.md names each family within which a change of algorithm keeps
+    the shared parameters, with all its algorithms (their `family`)."""
+    found = re.search(r"shared parameter within a family \((.*?)\) and only",
+                      " ".join(page.split()))
+    assert found, "no sentence on the families"
+    said = sorted(sorted(prose_named(group)) for group in found.group(1).split(";"))
+    families: dict[str, list[str]] = {}
+    for name, cls in algorithms.items():
+        if cls.family:
+            families.setdefault(cls.family, []).append(name)
+    wanted = sorted(sorted(names) for names in families.values())
+    return [] if said == wanted else [f"the page's families {said}, the registry's {wanted}"]
+
+
+def test_the_aqmctl_page_names_every_family():
+    assert family_problems(read("docs/controller/aqmctl.md"), ALGORITHMS) == []
 
 
 # ----- factors and transports ---------------------------------------------------------------
@@ -353,6 +447,55 @@ def test_the_repository_map_lists_every_experiment():
     assert layout_problems(read("docs/layout.md"), MODULES) == []
 
 
+# smoke checks the set-up rather than a paper: the experiments' index describes it.
+PAGELESS = {"smoke"}
+
+
+def experiment_page_problems(pages: Iterable[str], index: str, modules: Iterable[str],
+                             makefile: str) -> list[str]:
+    """Every experiment has its page (its ```{experiment}``` block) or, for one of PAGELESS,
+    its paragraph in docs/experiments/index.md; and its make target (`make run` for the
+    demo)."""
+    shown = {m for page in pages for m in re.findall(r"^```\{experiment\} (\w+)", page, re.M)}
+    problems = [f"{m}: no page" for m in modules if m not in shown and m not in PAGELESS]
+    problems += [f"{m}: not in the index" for m in PAGELESS
+                 if f"python -m experiments run {m}" not in index]
+    targets = set(re.search(r"^EXPERIMENTS := (.*)$", makefile, re.M).group(1).split())
+    targets |= set(re.search(r"^\$\(EXPERIMENTS\) ([\w ]*):", makefile, re.M).group(1).split())
+    targets |= set(re.findall(r"^\t\$\(PY\) -m experiments run (\w+)$", makefile, re.M))
+    problems += [f"{m}: no make target" for m in modules if m not in targets]
+    return problems
+
+
+def experiment_pages() -> list[str]:
+    return [p.read_text() for p in sorted((DOCS / "experiments").glob("*.md"))]
+
+
+def test_every_experiment_has_its_page_and_make_target():
+    assert experiment_page_problems(experiment_pages(), read("docs/experiments/index.md"),
+                                    MODULES, read("Makefile")) == []
+
+
+# ----- results -------------------------------------------------------------------------------
+
+# A path into results/ that names one run by its time (git ignores results/: a reader
+# cannot open it; published runs are under docs/results/).
+RUN_PATH = re.compile(r"(?<![\w/])results/[^\s`)\]]*\d{8}-\d{6}[^\s`)\]]*")
+
+
+def uncommitted_problems(texts: dict[str, str]) -> list[str]:
+    return [f"{name}: {path}" for name, text in texts.items() for path in RUN_PATH.findall(text)]
+
+
+def doc_texts() -> dict[str, str]:
+    pages = sorted(p for p in DOCS.rglob("*.md") if "_ext" not in p.parts)
+    return {str(p.relative_to(REPO)): p.read_text() for p in [REPO / "README.md", *pages]}
+
+
+def test_no_page_names_an_uncommitted_run():
+    assert uncommitted_problems(doc_texts()) == []
+
+
 # ----- each check fails when its list drifts -------------------------------------------------
 
 def fake_command() -> click.Group:
@@ -368,6 +511,11 @@ def fake_command() -> click.Group:
 
 
 DRIFTS = {
+    "an algorithm without its README row": lambda: readme_table_problems(
+        read("README.md"), [*PROSE_NAMES.values(), "FAKE"]),
+    "a README row of no algorithm": lambda: readme_table_problems(
+        read("README.md").replace("| DropTail |", "| FAKE | - | - | - | - |\n| DropTail |"),
+        PROSE_NAMES.values()),
     "an algorithm in the example's comment": lambda: example_lists_problems(
         read("docs/aqm.toml"), [*ALGORITHMS, "fake"], typing.get_args(LoopKind)),
     "a loop in the example's comment": lambda: example_lists_problems(
@@ -416,6 +564,22 @@ DRIFTS = {
         {**EXPERIMENTS, "e10": type("E", (), {"plan": lambda self, o: [o.full]})()}),
     "a prose name": lambda: names_missing(first_paragraph(read("docs/index.md")),
                                           [*PROSE_NAMES.values(), "FAKE"]),
+    "an algorithm on RED's average": lambda: red_average_problems(
+        read("docs/algorithms/index.md"),
+        {**ALGORITHMS, "codel": type("C", (), {"control": "Red"})}),
+    "where an algorithm decides": lambda: decides_at_problems(
+        read("docs/experiments/twin.md"),
+        {**ALGORITHMS, "codel": type("C", (), {"control": "Codel", "decides_at": "arrival"})}),
+    "a port field on the algorithms' page": lambda: port_field_problems(
+        read("docs/algorithms/index.md"), [*PORT_FIELDS, "fake_field"]),
+    "a family": lambda: family_problems(
+        read("docs/controller/aqmctl.md"), {**ALGORITHMS, "codel": type("C", (), {
+            "family": "red"})}),
+    "an experiment's page and target": lambda: experiment_page_problems(
+        experiment_pages(), read("docs/experiments/index.md"), [*MODULES, "e10"],
+        read("Makefile")),
+    "an uncommitted run": lambda: uncommitted_problems(
+        {"README.md": read("README.md") + "\n`results/fake/20261201-000000/summary.md`\n"}),
 }
 
 
