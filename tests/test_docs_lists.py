@@ -2,7 +2,8 @@
 algorithms (the registry: their names, families, where the twin decides them, those on
 RED's average), aqmctl's commands, options and choices (its click group), a port's fields,
 the factors and their values, the transports, the experiments (the catalog: their pages,
-make targets and repeats) and which of them each command-line option changes. A new
+make targets and repeats), which of them each command-line option changes, and the source
+build's steps. A new
 algorithm, factor, transport, experiment or subcommand without its line in the docs fails
 here, and so does a line the code lost; so does a page naming a run under results/, which
 is not committed.
@@ -32,6 +33,7 @@ from experiments import factors
 from experiments.base import TWIN_REPEAT, PlanOptions
 from experiments.catalog import EXPERIMENTS, MODULES
 from experiments.spec import TRANSPORTS
+from tooling import source_build
 from transport.reno import Response
 
 REPO = Path(__file__).resolve().parent.parent
@@ -476,6 +478,28 @@ def test_every_experiment_has_its_page_and_make_target():
                                     MODULES, read("Makefile")) == []
 
 
+# ----- the source build ----------------------------------------------------------------------
+
+def build_step_problems(page: str, plan: Iterable[str]) -> list[str]:
+    """docs/install.md's numbered steps of `make setup P4=source`: packages and sources, then
+    the plan's steps, in its order."""
+    listed = [name for line in page.splitlines() if re.match(r"\d+\. \*\*", line)
+              for name in re.findall(r"\*\*([\w-]+)\*\*", line.split(":")[0])]
+    wanted = ["packages", "sources", *plan]
+    return [] if listed == wanted else [f"the page lists {listed}, the build runs {wanted}"]
+
+
+def build_plan() -> list[str]:
+    """The plan's step names (making the plan writes nothing)."""
+    layout = source_build.Layout(REPO / ".toolchain", REPO / ".toolchain" / "work")
+    sources = source_build.Sources(source_build.DEFAULT_SOURCES, {}, layout.cache)
+    return [step.name for step in source_build.steps(layout, sources)]
+
+
+def test_the_install_page_lists_the_source_build_s_steps_in_order():
+    assert build_step_problems(read("docs/install.md"), build_plan()) == []
+
+
 # ----- results -------------------------------------------------------------------------------
 
 # A path into results/ that names one run by its time (git ignores results/: a reader
@@ -578,6 +602,8 @@ DRIFTS = {
     "an experiment's page and target": lambda: experiment_page_problems(
         experiment_pages(), read("docs/experiments/index.md"), [*MODULES, "e10"],
         read("Makefile")),
+    "a source build's step": lambda: build_step_problems(
+        read("docs/install.md"), [*build_plan(), "fake-build"]),
     "an uncommitted run": lambda: uncommitted_problems(
         {"README.md": read("README.md") + "\n`results/fake/20261201-000000/summary.md`\n"}),
 }
