@@ -292,6 +292,11 @@ def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
         return [f"Nothing published yet: `python -m experiments run {experiment}`, then "
                 f"`python -m experiments publish` with the run folder it names.", ""]
     lines = []
+    if planned(docs_of, MAIN) and planned(docs_of, TWIN):
+        lines += ["### Each claim on both backends", "",
+                  "As planned, in [the ns-3 twin](twin.md) and on the switch, and the cause of "
+                  "the switch's verdict ([how to read it](reproductions.md)):", "",
+                  *table(both_backends(experiment, docs_of)), ""]
     for doc in docs_of:
         lines += [f"### {heading(doc)}", "", f"`docs/results/{experiment}/{doc['name']}.json`: "
                   + provenance(doc), ""]
@@ -421,6 +426,21 @@ def verdict_cell(claim: dict | None) -> str:
     return "-" if claim is None else f"**{claim['verdict']}**: {claim['ours']}"
 
 
+def both_backends(experiment: str, docs_of: list[dict]) -> list[dict]:
+    """Each planned claim as the twin and the switch judge it, and the cause of the
+    switch's verdict (why the two disagree, where they do)."""
+    rows = []
+    switch, twin = planned(docs_of, MAIN), planned(docs_of, TWIN)
+    for claim in dict.fromkeys([*switch, *twin]):
+        s, t = switch.get(claim), twin.get(claim)
+        sv, tv = (s and s["verdict"]), (t and t["verdict"])
+        rows.append({"claim (the paper's value)": claim, "ns-3 twin": verdict_cell(t),
+                     "switch": verdict_cell(s),
+                     "cause": cause(s, t, why(experiment, claim, sv, tv, docs_of)
+                                    if sv and tv and sv != tv else "")})
+    return rows
+
+
 def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
     """The headline, each planned claim as the switch and the twin judge it (and why they
     differ), then every claim of every controlled run."""
@@ -429,15 +449,8 @@ def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
         link = f"[{experiment.upper()}]({experiment}.md)"
         source = EXPERIMENTS[experiment].source
         paper = f"[{source[1]}](../bibliography.md#{source[0]})" if source else "-"
-        switch, twin = planned(docs_of, MAIN), planned(docs_of, TWIN)
-        for claim in dict.fromkeys([*switch, *twin]):
-            s, t = switch.get(claim), twin.get(claim)
-            sv, tv = (s and s["verdict"]), (t and t["verdict"])
-            rows.append({"experiment": link, "paper": paper, "claim (the paper's value)": claim,
-                         "ns-3 twin": verdict_cell(t),
-                         "switch": verdict_cell(s),
-                         "cause": cause(s, t, why(experiment, claim, sv, tv, docs_of)
-                                        if sv and tv and sv != tv else "")})
+        rows += [{"experiment": link, "paper": paper, **row}
+                 for row in both_backends(experiment, docs_of)]
         for doc in docs_of:
             if doc["name"] in (MAIN, TWIN):
                 continue

@@ -253,3 +253,27 @@ def test_the_overview_says_where_each_switch_verdict_comes_from():
         "- Of the 2 claims that differ on the switch and were judged in the twin: 1 differs "
         "in the twin too (the paper as we read it is a cause, the table says where), 1 holds "
         "there (the switch is the cause), 0 not distinguishable there."]
+
+
+def test_an_experiment_page_sets_each_claim_on_both_backends_side_by_side():
+    """Where both the switch and the twin have judged the plan, the page's block opens with
+    each claim's two verdicts and the cause, as the overview gives them; with one backend
+    only, no such table."""
+    H, D = stats.HOLDS, stats.DIFFERS
+    c = publish.EXPERIMENTS["e8"].claims
+
+    def doc(name, verdict, backend):
+        return {"name": name, "backend": backend, "factors": [], "claims": [
+            stats.claim_row(c[0], [("16f: x", verdict)])], "rows": [], "figures": [],
+            "runs": 1, "configurations": 1, "repeats": 1, "commits": ["abc"], "time": "",
+            "program": "all", "experiment": "e8", "title": "E8"}
+    both = [doc(publish.MAIN, D, "bmv2"), doc(publish.TWIN, H, "ns3")]
+    block = publish.experiment_block("e8", both)
+    assert block[0] == "### Each claim on both backends"
+    row = next(line for line in block if line.startswith("| CoDel holds"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1].startswith("**holds**: 16f: x") and cells[2].startswith("**differs**")
+    assert cells[3] == "the switch (not explained yet)"
+    overview = publish.reproductions_block({"e8": both})
+    assert any(line.endswith(row[1:]) for line in overview)     # the overview's row, as is
+    assert "### Each claim on both backends" not in publish.experiment_block("e8", both[:1])
