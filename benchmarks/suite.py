@@ -1,6 +1,6 @@
-"""What the benchmarks measure: the cases (each algorithm's configuration that keeps it fully
-on without dropping, the sweeps), the peers' programs, the older revision's and the
-profiles' builds, and the runs that count instructions, CPU time and where they go
+"""What the benchmarks measure: the cases (each registry algorithm's configurations, which
+its class gives, the sweeps), the peers' programs, the older revision's and the profiles'
+builds, and the runs that count instructions, CPU time and where they go
 (python -m benchmarks runs them; benchmarks/report.py prints them)."""
 
 from __future__ import annotations
@@ -14,29 +14,20 @@ import finsy as fy
 
 from benchmarks import dataplane, instructions, phase, profile
 from benchmarks.dataplane import Case, compile_apart
-from tooling import toolchain
-from control_plane.algorithms.base import Link
-from control_plane.aqm import (Aecn, Blue, Codel, DropTail, DualPi2, Ecnm, Mecn, Newque, Pi,
-                              Pi2, Pie, Red, RedEcn, Rem)
-from control_plane.program import Artifacts
-from tooling.build import REPO
-from control_plane.profiles import ALL, NEEDS, NO_AQM, Profile
 from benchmarks.report import GOAL, console
+from control_plane.algorithms import ALGORITHMS
+from control_plane.algorithms.base import Aqm, Link
+from control_plane.profiles import ALL, NO_AQM, Profile
+from control_plane.program import Artifacts
+from tooling import toolchain
+from tooling.build import REPO
 
-# Parameters that leave the AQM fully on but never let it drop: the cost is the decision.
-BIG = dict(limit=100_000)
-ALGORITHMS = {"droptail": DropTail(**BIG), "red": Red(**BIG),
-              "red_gentle": Red(gentle=True, **BIG), "red_ecn": RedEcn(**BIG),
-              "ecnm": Ecnm(**BIG), "mecn": Mecn(**BIG),
-              # NEWQUE's capacity must fit its rate format; the load never reaches it.
-              "newque": Newque(capacity=60_000.0, **BIG), "blue": Blue(**BIG), "pi": Pi(**BIG),
-              "rem": Rem(**BIG),
-              # The measured RTT first, the table when there is none: UDP (and TCP until
-              # both legs are sampled) is classified by the table.
-              "aecn": Aecn(groups="sport:1024=fragile", **BIG),
-              "codel": Codel(**BIG), "pie": Pie(**BIG), "pi2": Pi2(**BIG),
-              # ECT(0) frames: the classic queue; dualpi2-l4s below sends ECT(1).
-              "dualpi2": DualPi2(**BIG)}
+# A hard limit no load reaches: the AQM fully on, never dropping at the limit, so the cost is
+# the decision.
+NEVER_FULL = 100_000
+# Each algorithm's configurations by case name (Aqm.benchmark), in the registry's order.
+CONFIGURATIONS: dict[str, Aqm] = {
+    name: aqm for cls in ALGORITHMS.values() for name, aqm in cls.benchmark(NEVER_FULL).items()}
 
 
 # The sweeps' points beyond the 1-port, 1-flow cases (64 ports: the idle-decay table's
@@ -65,24 +56,25 @@ def cases(quick: bool, peers: dict[str, Peer] | None = None) -> list[Case]:
         out += [Case(f"{name}-{size}B", name, frame_bytes=size, commands=peer.commands)
                 for name, peer in (peers or {}).items()]
         out.append(Case(f"no_aqm-{size}B", "p4aqm", frame_bytes=size))
-        for name, aqm in ALGORITHMS.items():
+        for name, aqm in CONFIGURATIONS.items():
             out.append(Case(f"{name}-{size}B", "p4aqm", aqm, frame_bytes=size))
         # TCP with timestamps: the RTT tracker's keys and lookups on every packet (one
         # direction, one TSval: it takes no samples).
-        out.append(Case(f"aecn-tcp-{size}B", "p4aqm", ALGORITHMS["aecn"], frame_bytes=size,
-                        tcp_timestamps=True))
+        out.append(Case(f"aecn-tcp-{size}B", "p4aqm", CONFIGURATIONS["aecn"],
+                        frame_bytes=size, tcp_timestamps=True))
         # ECT(1): DualPI2's L queue (the ingress classification, and the charge's clone
-        # through the classic queue and egress for every packet).
-        out.append(Case(f"dualpi2-l4s-{size}B", "p4aqm", ALGORITHMS["dualpi2"],
+        # through the classic queue and egress for every packet); the dualpi2 case's
+        # ECT(0) frames take the classic queue.
+        out.append(Case(f"dualpi2-l4s-{size}B", "p4aqm", CONFIGURATIONS["dualpi2"],
                         frame_bytes=size, ecn=1))
     if not quick:
         # AQM ports, each carrying its share of the traffic (one flow per port).
         for ports in PORT_SWEEP:
-            out.append(Case(f"red_ecn-64B-{ports}ports", "p4aqm", ALGORITHMS["red_ecn"],
+            out.append(Case(f"red_ecn-64B-{ports}ports", "p4aqm", CONFIGURATIONS["red_ecn"],
                             egress_ports=ports, flows=ports))
         # Flows through AECN's RTT tracker (per-flow state): TCP with timestamps.
         for flows in FLOW_SWEEP:
-            out.append(Case(f"aecn-tcp-64B-{flows}flows", "p4aqm", ALGORITHMS["aecn"],
+            out.append(Case(f"aecn-tcp-64B-{flows}flows", "p4aqm", CONFIGURATIONS["aecn"],
                             flows=flows, tcp_timestamps=True))
     return out
 
@@ -133,9 +125,9 @@ def peer_of(text: str, where: str) -> Peer:
         named = PEER_ALGORITHM.match(line.strip())
         if named:
             algorithm = named.group(1)
-            if algorithm not in NEEDS:
+            if algorithm not in ALGORITHMS:
                 raise SystemExit(f"{where}: unknown algorithm {algorithm!r}; valid: "
-                                 f"{', '.join(NEEDS)}")
+                                 f"{', '.join(ALGORITHMS)}")
         command = line.split("//")[0].strip()
         if command and not command.startswith("#"):
             commands.append(command)

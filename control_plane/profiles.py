@@ -72,9 +72,6 @@ def _check_registry() -> tuple[str, ...]:
 
 
 CONTROLS = _check_registry()
-# What each algorithm needs beyond its control (kept for benchmarks/__main__.py, which
-# names algorithms by it; the classes are the source).
-NEEDS: dict[str, tuple[str, ...]] = {name: cls.parts for name, cls in ALGORITHMS.items()}
 
 
 def _valid_names() -> str:

@@ -1,6 +1,7 @@
 """The benchmark's trace profile counts each kind per packet from BMv2's log lines, its
-instruction count splits a packet's cost into BMv2's parts, and --profiles pairs each case
-with its build profile."""
+instruction count splits a packet's cost into BMv2's parts, its cases come from the
+registry under the names earlier runs have, and --profiles pairs each case with its build
+profile."""
 
 from __future__ import annotations
 
@@ -94,3 +95,24 @@ def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
                         {"p4codel": peer, "other": Peer(("x",))})
     assert rows == [{"algorithm": "codel", "peer": "p4codel", "peer_instructions": 100.0,
                      "ours_all": 200.0, "ours_profile": 150.0, "profile_vs_peer": 1.5}]
+
+
+# The names of the cases benchmark JSONs already hold (--compare and the reports match runs
+# by them): an algorithm's Aqm.benchmark may add cases, never rename one.
+EARLIER = ("trivial", "no_aqm", "droptail", "red", "red_gentle", "red_ecn", "ecnm", "mecn",
+           "newque", "blue", "pi", "rem", "aecn", "codel", "pie", "pi2", "dualpi2", "aecn-tcp",
+           "dualpi2-l4s")
+SWEEPS = (*(f"red_ecn-64B-{n}ports" for n in (2, 4, 8, 16, 32, 64)),
+          *(f"aecn-tcp-64B-{n}flows" for n in (100, 10_000, 100_000)))
+
+
+def test_each_algorithm_of_the_registry_has_its_cases_and_no_earlier_case_is_renamed():
+    from benchmarks.suite import NEVER_FULL, cases
+    from control_plane.algorithms import ALGORITHMS
+    configured = [name for cls in ALGORITHMS.values() for name in cls.benchmark(NEVER_FULL)]
+    assert len(configured) == len(set(configured))
+    assert {f"{name}-64B" for name in ALGORITHMS} <= {c.name for c in cases(True)}
+    names = [c.name for c in cases(False)]
+    assert len(names) == len(set(names))
+    assert {f"{n}-{size}B" for n in EARLIER for size in (64, 1500)} | set(SWEEPS) <= set(names)
+

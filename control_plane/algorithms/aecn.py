@@ -122,6 +122,12 @@ class Aecn(Aqm):
     groups: str = ""
     wait: bool = False
 
+    @classmethod
+    def benchmark(cls, limit: int) -> dict[str, Aqm]:
+        """The measured RTT first, the table when there is none: UDP (and TCP until both
+        legs are sampled) is classified by the table's rule."""
+        return {cls.action: cls(groups="sport:1024=fragile", limit=limit)}
+
     def encode(self, link: Link) -> Encoded:
         params, decay_table = common_red(self, self.wq, self.wait, link)
         robust_minth = self.minth if self.robust_minth is None else self.robust_minth

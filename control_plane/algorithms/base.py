@@ -215,6 +215,13 @@ class Aqm:
         that holds a delay or aims at neither (DropTail, NEWQUE, BLUE)."""
         return None
 
+    @classmethod
+    def benchmark(cls, limit: int) -> dict[str, "Aqm"]:
+        """The configurations benchmarks/suite.py measures it in, by case name (a name is
+        compared across revisions: keep it), each with the hard limit given (one no load
+        reaches, so the cost is the decision): its defaults."""
+        return {cls.action: cls(limit=limit)}
+
     def encode(self, link: Link) -> Encoded:
         """Validated action and tables; nothing invalid gets past this."""
         raise NotImplementedError

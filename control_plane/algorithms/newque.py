@@ -95,6 +95,12 @@ class Newque(Aqm):
     rate_of: str = "arrivals"       # or "departures"
     ecn: bool = True
 
+    @classmethod
+    def benchmark(cls, limit: int) -> dict[str, Aqm]:
+        """A capacity its rate format holds (the benchmark's port rate does not); the load
+        never reaches it."""
+        return {cls.action: cls(capacity=60_000.0, limit=limit)}
+
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()
         mode = ecn_mode(self.ecn)

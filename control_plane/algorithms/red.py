@@ -128,6 +128,14 @@ class Red(Aqm):
         """ARED's target band's centre (2 minth in its automatic mode)."""
         return (self.minth + self.maxth) / 2
 
+    @classmethod
+    def benchmark(cls, limit: int) -> dict[str, Aqm]:
+        """Gentle RED beside RED (red_gentle); RED+ECN and ECNM with their defaults only."""
+        configurations = super().benchmark(limit)
+        if cls is Red:
+            configurations["red_gentle"] = cls(gentle=True, limit=limit)
+        return configurations
+
     def encode(self, link: Link) -> Encoded:
         params, decay = common_red(self, self.wq, self.wait, link)
         minth = checked(fp.to_qpkt, self.minth, "minth")
