@@ -35,9 +35,10 @@ from pathlib import Path
 from benchmarks import control, dataplane, phase, profile, transport
 from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import console, print_tables
-from benchmarks.suite import (algorithm_list, cases, compile_revision, count_instructions,
-                              cpu_time, head_to_head, load_peers, profile_cases, runs_on,
-                              tracing_fallback, with_profiles)
+from benchmarks.suite import (Peer, algorithm_list, cases, compile_revision,
+                              count_instructions, cpu_time, head_to_head, load_peers,
+                              profile_cases, revision_source, runs_on, tracing_fallback,
+                              with_profiles)
 from control_plane import bmv2
 from tooling import toolchain
 from control_plane.program import Artifacts
@@ -117,6 +118,12 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
     def chosen_cases(quick: bool) -> list[Case]:
         listed = cases(quick, peers)
         return listed if args.profiles is None else with_profiles(listed, chosen)
+    peers: dict[str, Peer] = {}
+    # The profiles besides "all" the cases run on (a peer runs on its own program).
+    profiles = sorted({c.profile for c in chosen_cases(args.quick)} - {ALL})
+    # The older revision's p4src/, refused before anything compiles if it cannot build them.
+    source = (revision_source(args.compare, work / "base", profiles) if args.compare
+              else None)
     # Warnings until an interruption, whose one line is then all stderr gets.
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger().handlers[0].addFilter(lambda record: GUARD.received is None)
@@ -137,15 +144,14 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
         phase("compiling the trivial program")
         artifacts["trivial"] = dataplane.compile_trivial(work / "trivial")
     peers = load_peers(args.peers, artifacts) if args.peers else {}
-    profiles = sorted({c.profile for c in chosen_cases(args.quick)} - {ALL})
     for name in profiles:
         phase(f"compiling profile {name}")
         artifacts[f"p4aqm@{name}"] = compile_apart(work / f"p4aqm@{name}",
                                                    profile=Profile.parse(name))
     # The older revision's programs under the same keys: "all" and the same profiles.
     base = ({f"p4aqm@{name}" if name != ALL else "p4aqm": compile_revision(
-                args.compare, work / "base" / name, Profile.parse(name))
-             for name in [ALL, *profiles]} if args.compare else None)
+                args.compare, source, work / "base" / name, Profile.parse(name))
+             for name in [ALL, *profiles]} if source else None)
     bmv2 = str(toolchain.require("simple_switch_grpc"))
     macros = dataplane.bmv2_logging_macros(bmv2)
     doc = {"machine": machine(), "versions": tool_versions(),

@@ -20,7 +20,7 @@ from control_plane.algorithms.base import Aqm, Link
 from control_plane.profiles import ALL, NO_AQM, Profile
 from control_plane.program import Artifacts
 from tooling import toolchain
-from tooling.build import REPO
+from tooling.build import REPO, takes_profiles
 
 # A hard limit no load reaches: the AQM fully on, never dropping at the limit, so the cost is
 # the decision.
@@ -183,17 +183,30 @@ def runs_on(case: Case, program: Artifacts) -> bool:
     return set(action.params) <= known
 
 
-def compile_revision(revision: str, folder: Path, profile: Profile) -> Artifacts:
-    """p4src/ as it is in a git revision of this repository, compiled as `profile` (a
-    revision before profiles compiles whole, whatever the profile)."""
+def revision_source(revision: str, folder: Path, profiles: list[str]) -> Path:
+    """p4src/ as it is in a git revision of this repository, extracted into `folder`: its
+    main.p4. A revision before the profiles the build generates builds only as "all":
+    `profiles` naming another is a SystemExit in one line, before anything compiles."""
+    phase(f"extracting {revision}'s p4src/")
     folder.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(REPO), "archive", revision, "p4src"],
                              capture_output=True)
     if archive.returncode != 0:
         raise SystemExit(f"--compare {revision}: {archive.stderr.decode().strip()}")
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    main_p4 = folder / "p4src" / "main.p4"
+    others = [name for name in profiles if name != ALL]
+    if others and not takes_profiles(main_p4):
+        raise SystemExit(f"--compare {revision} --profiles: {revision}'s p4src/ predates the "
+                         f"profiles the build generates, so it builds only as {ALL}, not "
+                         f"{', '.join(others)}; compare it without --profiles")
+    return main_p4
+
+
+def compile_revision(revision: str, main_p4: Path, folder: Path, profile: Profile) -> Artifacts:
+    """A revision's p4src/ (revision_source's main.p4) compiled as `profile` into `folder`."""
     phase(f"compiling {revision}'s {profile.name}")
-    return compile_apart(folder / "build", folder / "p4src" / "main.p4", profile=profile)
+    return compile_apart(folder, main_p4, profile=profile)
 
 
 def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,

@@ -1,9 +1,14 @@
 """The benchmark's trace profile counts each kind per packet from BMv2's log lines, its
 instruction count splits a packet's cost into BMv2's parts, its cases come from the
 registry under the names earlier runs have, and --profiles pairs each case with its build
-profile."""
+profile (and refuses an older revision that cannot build them)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -97,6 +102,7 @@ def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
                      "ours_all": 200.0, "ours_profile": 150.0, "profile_vs_peer": 1.5}]
 
 
+REPO = Path(__file__).resolve().parent.parent
 # The names of the cases benchmark JSONs already hold (--compare and the reports match runs
 # by them): an algorithm's Aqm.benchmark may add cases, never rename one.
 EARLIER = ("trivial", "no_aqm", "droptail", "red", "red_gentle", "red_ecn", "ecnm", "mecn",
@@ -116,3 +122,32 @@ def test_each_algorithm_of_the_registry_has_its_cases_and_no_earlier_case_is_ren
     assert len(names) == len(set(names))
     assert {f"{n}-{size}B" for n in EARLIER for size in (64, 1500)} | set(SWEEPS) <= set(names)
 
+
+# Revisions whose p4src/ predates the profile header the build generates: the last with a
+# profile.p4 of its own (6adeeb5's parent) and the last before profiles (110edf5's).
+BEFORE_GENERATED = ("54fce3c", "1188b36")
+
+
+@pytest.mark.parametrize("revision", BEFORE_GENERATED)
+def test_compare_refuses_profiles_a_revision_cannot_build_in_one_line(revision, tmp_path):
+    """`python -m benchmarks --compare REV --profiles` with such a REV: one line says so,
+    before anything compiles (the toolchain hidden, a regression stops at its check, exit
+    2, instead of compiling and counting); without --profiles REV is extracted to build as
+    all."""
+    from benchmarks.suite import revision_source
+    from control_plane.profiles import ALL
+    known = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{revision}^{{commit}}"],
+                           capture_output=True)
+    if known.returncode != 0:
+        pytest.skip(f"{revision} is not in this clone's history")
+    refused = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--compare", revision, "--profiles", "red,none",
+         "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "P4AQM_TOOLCHAIN": str(tmp_path)})
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr.splitlines() == [
+        f"--compare {revision} --profiles: {revision}'s p4src/ predates the profiles the "
+        "build generates, so it builds only as all, not none, red; compare it without "
+        "--profiles"]
+    assert not (tmp_path / "out").exists()
+    assert revision_source(revision, tmp_path / "source", [ALL]).is_file()

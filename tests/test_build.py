@@ -63,13 +63,16 @@ def test_the_drop_at_enqueue_variant_moves_the_aqm_into_ingress_under_the_same_n
     assert "telemetry_config" in tables_of(variant.bmv2_json, "egress")
 
 
-def test_a_revision_before_generated_profiles_builds_only_as_all(p4c, tmp_path):
+@pytest.mark.parametrize("profile_p4", ["#define P4AQM_WITH_RED\n", None],
+                         ids=["hand-written profile", "before profiles"])
+def test_a_revision_before_generated_profiles_builds_only_as_all(p4c, tmp_path, profile_p4):
     """`make bench BENCH="--compare REV"` compiles an older p4src/ with this build: one whose
-    profile.p4 lists the algorithms itself (before the build generated them) is refused any
-    other profile, in one line, before p4c runs."""
+    profile.p4 lists the algorithms itself (before the build generated them), or one before
+    profiles, is refused any other profile, in one line, before p4c runs."""
     old = tmp_path / "old" / "include"
     old.mkdir(parents=True)
-    (old / "profile.p4").write_text("#define P4AQM_WITH_RED\n")
+    if profile_p4 is not None:
+        (old / "profile.p4").write_text(profile_p4)
     (old.parent / "main.p4").write_text('#include "include/profile.p4"\n')
     with pytest.raises(CompileError, match="predates the profiles the build generates: it "
                                            "builds only as all, not red"):

@@ -41,6 +41,13 @@ class CompileError(RuntimeError):
     """p4c refused the program; the message holds its diagnostics."""
 
 
+def takes_profiles(source: Path) -> bool:
+    """Does the program take the profile's generated headers (its include/profile.p4
+    includes them: main.p4 of this revision or a later one)?"""
+    profile_p4 = source.parent / "include" / "profile.p4"
+    return profile_p4.is_file() and PROFILE_P4 in profile_p4.read_text()
+
+
 def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
                     profile: Profile = ALL_PROFILE) -> Artifacts:
     """p4aqm.* for the main program (and its profile.json), <stem>.* for another one (the
@@ -50,19 +57,18 @@ def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
     out.mkdir(parents=True, exist_ok=True)
     artifacts = Artifacts.in_folder(out, PROGRAM if source == MAIN_P4 else source.stem)
     include = []
-    profile_p4 = source.parent / "include" / "profile.p4"
-    if profile_p4.is_file() and PROFILE_P4 in profile_p4.read_text():
+    if takes_profiles(source):
         generated = out / GENERATED
         generated.mkdir(exist_ok=True)
         (generated / PROFILE_P4).write_text(profile_header(profile, drop_at == "enqueue"))
         (generated / ALGORITHMS_P4).write_text(algorithms_header(profile))
         include = [f"-I{generated}", f"-I{source.parent / 'include'}"]
-    elif profile_p4.is_file():
+    elif profile.name != ALL_PROFILE.name:
         # p4src/ of a revision before the generated profile (benchmarks' --compare): its
-        # profile.p4 lists every algorithm itself, so it builds "all" only.
-        if profile.name != ALL_PROFILE.name:
-            raise CompileError(f"{source} predates the profiles the build generates: it "
-                               f"builds only as {ALL_PROFILE.name}, not {profile.name}")
+        # profile.p4, if it has one, lists every algorithm itself, so it builds "all" only.
+        raise CompileError(f"{source} predates the profiles the build generates: it "
+                           f"builds only as {ALL_PROFILE.name}, not {profile.name}")
+    elif (source.parent / "include" / "profile.p4").is_file():
         include = ["-DP4AQM_DROP_AT_ENQUEUE"] if drop_at == "enqueue" else []
     cmd = [
         str(p4c), "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
