@@ -309,7 +309,7 @@ def experiment_block(experiment: str, docs_of: list[dict]) -> list[str]:
         lines += ["Every configuration (means ± 95 % half-widths over the repeats):", ""]
         lines += table(doc["rows"]) + [""]
         folder = "" if doc["name"] == MAIN else f"{doc['name']}/"
-        lines += [f"![{name}](/figures/{experiment}/{folder}{name})" for name in doc["figures"]
+        lines += [f"![{name}](../figures/{experiment}/{folder}{name})" for name in doc["figures"]
                   if doc["name"] != MAIN]
         if doc["name"] != MAIN and doc["figures"]:
             lines.append("")
