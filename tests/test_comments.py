@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from control_plane.algorithms import ALGORITHMS
 from control_plane.profiles import ALL_PROFILE, Profile
 from tooling.generate import profile_header
 
 REPO = Path(__file__).resolve().parent.parent
 P4SRC = REPO / "p4src"
 P4INCLUDE = Path("/opt/p4/share/p4c/p4include")
-# Words in P4 comments that look like code but name things outside it: algorithms,
-# standards and BMv2's own classes.
-PROSE = {"CoDel", "DropTail", "DualPI2", "PacketIn", "QueueingLogicPriRL"}
+# Words in P4 comments that look like code but name things outside it: algorithms (their
+# prose names), standards and BMv2's own classes.
+PROSE = {cls.prose_name for cls in ALGORITHMS.values()} | {"PacketIn", "QueueingLogicPriRL"}
 # A macro or constant, or a pattern of them (`P4AQM_WITH_<PART>`, `ECN_MODE_*`).
 UPPER = re.compile(r"(?<![\w<.])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*(?:_(?=[<*]))?)"
                    r"((?:<[^>]*>|\*)\w*)?")

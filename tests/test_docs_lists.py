@@ -1,12 +1,12 @@
 """Every list the docs and the README type by hand, checked against the code it lists: the
-algorithms (the registry: their names, families, where the twin decides them, those on
-RED's average), aqmctl's commands, options and choices (its click group), a port's fields,
-the factors and their values, the transports, the experiments (the catalog: their pages,
-make targets and repeats), which of them each command-line option changes, and the source
-build's steps. A new
-algorithm, factor, transport, experiment or subcommand without its line in the docs fails
-here, and so does a line the code lost; so does a page naming a run under results/, which
-is not committed.
+algorithms (the registry: the README's table, their families, those on RED's average,
+where the twin page's prose says they decide; the introductions link to every one),
+aqmctl's commands, options and choices (its click group), a port's fields, the factors
+and their values, the transports, the experiments (the catalog: their pages, make targets
+and repeats), which of them each command-line option changes, and the source build's
+steps. A new algorithm without its README row, or factor, transport, experiment or
+subcommand without its line in the docs, fails here, and so does a line the code lost; so
+does a page naming a run under results/, which is not committed.
 
 Each check is a function returning what is missing or left over, so that the drift tests
 below can hand it the code's list with one item too many (or the page with one line too
@@ -39,13 +39,10 @@ from transport.reno import Response
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 
-# How prose names each algorithm of the registry. A new algorithm fails
-# test_every_algorithm_has_its_prose_name until it has its name here, and then every page
-# below until they name it.
-PROSE_NAMES = {"droptail": "DropTail", "red": "RED", "red_ecn": "RED+ECN", "ecnm": "ECNM",
-               "mecn": "MECN", "newque": "NEWQUE", "blue": "BLUE", "pi": "PI", "rem": "REM",
-               "aecn": "AECN", "codel": "CoDel", "pie": "PIE", "pi2": "PI2",
-               "dualpi2": "DualPI2"}
+# How prose names each algorithm of the registry: its class's prose_name (one without it
+# fails test_every_algorithm_has_its_prose_name).
+PROSE_NAMES = {name: cls.prose_name for name, cls in ALGORITHMS.items()
+               if hasattr(cls, "prose_name")}
 
 
 def read(path: str) -> str:
@@ -82,21 +79,38 @@ def experiments_named(text: str) -> set[str]:
 
 # ----- algorithms ----------------------------------------------------------------------------
 
-PROSE_PAGES = {
-    "README.md, first paragraph": lambda: first_paragraph(read("README.md")),
-    "docs/index.md, first paragraph": lambda: first_paragraph(read("docs/index.md")),
-}
+def prose_name_problems(algorithms: dict) -> list[str]:
+    """Each class names itself (a subclass does not take its parent's name: RED+ECN is not
+    RED), and no two alike."""
+    problems = [f"{name}: {cls.__name__} has no prose_name of its own"
+                for name, cls in algorithms.items() if "prose_name" not in vars(cls)]
+    seen: dict[str, str] = {}
+    for name, cls in algorithms.items():
+        prose = getattr(cls, "prose_name", None)
+        if prose in seen:
+            problems.append(f"{name}: prose_name {prose!r} is {seen[prose]}'s too")
+        seen.setdefault(prose, name)
+    return problems
 
 
 def test_every_algorithm_has_its_prose_name():
-    assert set(PROSE_NAMES) == set(ALGORITHMS), (
-        "give each algorithm of the registry its prose name in PROSE_NAMES (and name it on "
-        f"the pages of PROSE_PAGES): {set(ALGORITHMS) ^ set(PROSE_NAMES)}")
+    assert prose_name_problems(ALGORITHMS) == []
 
 
-@pytest.mark.parametrize("page", PROSE_PAGES)
-def test_the_pages_that_list_the_algorithms_name_every_one(page):
-    assert names_missing(PROSE_PAGES[page](), PROSE_NAMES.values()) == []
+# The introductions name the algorithms a newcomer has heard of, "among them"; each links to
+# the list of every one (the README's table, checked below; the generated algorithms page).
+INTRODUCTIONS = {"README.md": "(#the-algorithms)", "docs/index.md": "(algorithms/index.md)"}
+
+
+def introduction_problems(page: str, link: str) -> list[str]:
+    """The first paragraph links to the list of every algorithm."""
+    return [] if link in first_paragraph(page) else [
+        f"the first paragraph has no link {link} to the list of every algorithm"]
+
+
+@pytest.mark.parametrize("page", INTRODUCTIONS)
+def test_the_introductions_link_to_every_algorithm(page):
+    assert introduction_problems(read(page), INTRODUCTIONS[page]) == []
 
 
 def readme_table_problems(readme: str, names: Iterable[str]) -> list[str]:
@@ -120,12 +134,17 @@ def test_the_readme_table_has_a_row_for_each_algorithm_and_none_other():
 
 def example_lists_problems(toml: str, algorithms: Iterable[str],
                            loops: Iterable[str]) -> list[str]:
-    """docs/aqm.toml's comments list every algorithm and loop the file takes."""
+    """docs/aqm.toml's comments: the algorithm's says where every one is listed (`aqmctl
+    set --help`, from the registry) and the loop's lists every loop; each port's algorithm
+    is one the file takes."""
     problems = []
-    listed = re.search(r"^algorithm = .*?# (.*)$", toml, re.M).group(1).split(" | ")
-    if listed != [NoAqm.action, *algorithms]:
-        problems.append(f"the algorithm comment lists {listed}, the file takes "
-                        f"{[NoAqm.action, *algorithms]}")
+    comment = re.search(r"^algorithm = .*?# (.*)$", toml, re.M).group(1)
+    if not re.fullmatch(rf"{NoAqm.action}, or an algorithm: aqmctl set --help lists them",
+                        comment):
+        problems.append(f"the algorithm comment {comment!r} does not send to aqmctl set --help")
+    taken = {NoAqm.action, *algorithms}
+    problems += [f"algorithm {a}: the file takes none such"
+                 for a in re.findall(r'^algorithm = "(\w+)"', toml, re.M) if a not in taken]
     loop = re.search(r"^#? ?loop = .*?# optional: ([\w |]+)", toml, re.M).group(1)
     if [w.strip() for w in loop.split("|")] != list(loops):
         problems.append(f"the loop comment lists {loop}, the controller has {list(loops)}")
@@ -189,16 +208,22 @@ def test_the_algorithms_page_names_those_on_red_s_average():
 
 
 def decides_at_problems(page: str, algorithms: dict) -> list[str]:
-    """docs/experiments/twin.md: where the twin decides each algorithm by default, as its
-    class says (decides_at); DropTail, with no control, decides nothing."""
-    said = {"arrival": prose_named(bullet(page, "on arrival:")),
-            "departure": prose_named(bullet(page, "at the front of the queue:"))}
-    wanted: dict[str, set[str]] = {"arrival": set(), "departure": set()}
-    for name, cls in algorithms.items():
-        if cls.control is not None:
-            wanted.setdefault(cls.decides_at, set()).add(name)
-    return [f"{at}: the page says {sorted(said.get(at, set()))}, the classes "
-            f"{sorted(names)}" for at, names in wanted.items() if said.get(at) != names]
+    """docs/experiments/twin.md: the list of where the twin decides each algorithm by
+    default is the generated one ({decides-at}, from the classes' decides_at); the prose on
+    deciding on arrival and as the packet leaves names only algorithms that decide there."""
+    text = section(page, "Where the AQM decides")
+    problems = [] if re.search(r"^```\{decides-at\}\n```", text, re.M) else [
+        "no {decides-at} list"]
+    for at, start in (("arrival", "On arrival, "), ("departure", "As the packet leaves: ")):
+        found = re.search(rf"^{start}(.*?)(?=\n\n|\Z)", text, re.M | re.S)
+        if not found:
+            problems.append(f"no paragraph {start!r}")
+            continue
+        named = {name for name in prose_named(found.group(1))
+                 if algorithms[name].control is not None}
+        problems += [f"{name}: the page says {at}, its class {algorithms[name].decides_at}"
+                     for name in sorted(named) if algorithms[name].decides_at != at]
+    return problems
 
 
 def test_the_twin_page_says_where_each_algorithm_decides():
@@ -540,8 +565,12 @@ DRIFTS = {
     "a README row of no algorithm": lambda: readme_table_problems(
         read("README.md").replace("| DropTail |", "| FAKE | - | - | - | - |\n| DropTail |"),
         PROSE_NAMES.values()),
-    "an algorithm in the example's comment": lambda: example_lists_problems(
-        read("docs/aqm.toml"), [*ALGORITHMS, "fake"], typing.get_args(LoopKind)),
+    "an algorithm the example sets": lambda: example_lists_problems(
+        read("docs/aqm.toml").replace('algorithm = "red_ecn"', 'algorithm = "fake"'),
+        ALGORITHMS, typing.get_args(LoopKind)),
+    "an algorithm listed in the example's comment": lambda: example_lists_problems(
+        read("docs/aqm.toml").replace("# none, or an algorithm:", "# none | red | fake:"),
+        ALGORITHMS, typing.get_args(LoopKind)),
     "a loop in the example's comment": lambda: example_lists_problems(
         read("docs/aqm.toml"), ALGORITHMS, [*typing.get_args(LoopKind), "fake"]),
     "a configuration key": lambda: configuration_problems(
@@ -586,14 +615,19 @@ DRIFTS = {
     "an option's experiments": lambda: option_problems(
         "E5, E6 and E8: the whole plan", "--full",
         {**EXPERIMENTS, "e10": type("E", (), {"plan": lambda self, o: [o.full]})()}),
-    "a prose name": lambda: names_missing(first_paragraph(read("docs/index.md")),
-                                          [*PROSE_NAMES.values(), "FAKE"]),
+    "a prose name of its own": lambda: prose_name_problems(
+        {**ALGORITHMS, "fake": type("Fake", (ALGORITHMS["red"],), {})}),
+    "an introduction without its link": lambda: introduction_problems(
+        read("docs/index.md").replace("(algorithms/index.md)", "(fake.md)"),
+        "(algorithms/index.md)"),
     "an algorithm on RED's average": lambda: red_average_problems(
         read("docs/algorithms/index.md"),
         {**ALGORITHMS, "codel": type("C", (), {"control": "Red"})}),
     "where an algorithm decides": lambda: decides_at_problems(
         read("docs/experiments/twin.md"),
         {**ALGORITHMS, "codel": type("C", (), {"control": "Codel", "decides_at": "arrival"})}),
+    "where an algorithm decides, not generated": lambda: decides_at_problems(
+        read("docs/experiments/twin.md").replace("{decides-at}", "{fake}"), ALGORITHMS),
     "a port field on the algorithms' page": lambda: port_field_problems(
         read("docs/algorithms/index.md"), [*PORT_FIELDS, "fake_field"]),
     "a family": lambda: family_problems(
@@ -614,4 +648,5 @@ def test_each_check_fails_when_its_list_drifts(drift):
     problems = DRIFTS[drift]()
     assert problems, f"{drift}: the check found nothing"
     assert all(re.search(r"fake|e10|replay|--speed|--follow|--tail|--socket|FAKE|codel|"
-                         r"target_delay", p, re.I) for p in problems), problems
+                         r"target_delay|\{decides-at\}|the list of every algorithm", p, re.I)
+               for p in problems), problems

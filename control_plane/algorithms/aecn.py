@@ -100,6 +100,7 @@ def parse_rules(text: str) -> list[tuple[dict[str, tuple[int, int]], int]]:
 @dataclass(frozen=True, kw_only=True)
 class Aecn(Aqm):
     action: ClassVar[str] = "aecn"
+    prose_name: ClassVar[str] = "AECN"
     decides_at: ClassVar[str] = "departure"
     family: ClassVar[str] = "red"
     group_names: ClassVar[tuple[str, ...]] = GROUPS

@@ -168,6 +168,7 @@ class Aqm:
     queued; it is dropped at or above it)."""
 
     action: ClassVar[str]         # the aqm_config action, also the CLI's name
+    prose_name: ClassVar[str]     # how the docs' text names it: "CoDel", "RED+ECN"
     # What the P4 program needs of it (control_plane/profiles.py generates the program's
     # dispatch, parameters and profile symbols from these at build time): the P4 control
     # it runs, defined in or included by p4src/include/aqm/<its module>.p4 (None: it has

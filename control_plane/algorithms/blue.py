@@ -32,6 +32,7 @@ from control_plane.dataplane import Event, Region
 @dataclass(frozen=True, kw_only=True)
 class Blue(Aqm):
     action: ClassVar[str] = "blue"
+    prose_name: ClassVar[str] = "BLUE"
     control: ClassVar[str] = "Blue"
     parts: ClassVar[tuple[str, ...]] = ("ARRIVALS",)
     record: ClassVar[tuple[str, ...]] = ("arr_seq", "prob", "state0", "event")

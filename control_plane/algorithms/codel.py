@@ -70,6 +70,7 @@ def law_table(interval_us: int) -> TableRows:
 @dataclass(frozen=True, kw_only=True)
 class Codel(Aqm):
     action: ClassVar[str] = "codel"
+    prose_name: ClassVar[str] = "CoDel"
     decides_at: ClassVar[str] = "departure"
     reads_sojourn: ClassVar[bool] = True
     control: ClassVar[str] = "Codel"

@@ -26,6 +26,7 @@ class DropTail(Aqm):
     """Drop an arriving packet that finds `limit` packets queued; nothing else."""
 
     action: ClassVar[str] = "droptail"
+    prose_name: ClassVar[str] = "DropTail"
 
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()

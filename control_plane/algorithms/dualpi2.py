@@ -81,6 +81,7 @@ def auto_step_thresh(pps: float, l_rate: float = 1.0) -> float:
 @dataclass(frozen=True, kw_only=True)
 class DualPi2(Pi2):
     action: ClassVar[str] = "dualpi2"
+    prose_name: ClassVar[str] = "DualPI2"
     parts: ClassVar[tuple[str, ...]] = ("PRIORITY_QUEUES",)
     step_thresh: float | None = None   # s; None: auto_step_thresh
     step_qlen: int = 1                 # packets found in the L queue for the step to mark

@@ -33,6 +33,7 @@ class Mecn(Aqm):
     0.1 is our default (the seed does not give one)."""
 
     action: ClassVar[str] = "mecn"
+    prose_name: ClassVar[str] = "MECN"
     family: ClassVar[str] = Red.family
     ect1: ClassVar[str] = "incipient congestion (seed 001)"
     control: ClassVar[str] = Red.control

@@ -83,6 +83,7 @@ def rate_table(k: float) -> TableRows:
 @dataclass(frozen=True, kw_only=True)
 class Newque(Aqm):
     action: ClassVar[str] = "newque"
+    prose_name: ClassVar[str] = "NEWQUE"
     decides_at: ClassVar[str] = "departure"
     control: ClassVar[str] = "Newque"
     parts: ClassVar[tuple[str, ...]] = ("ARRIVALS",)

@@ -37,6 +37,7 @@ from control_plane.dataplane import Event, Region
 @dataclass(frozen=True, kw_only=True)
 class Pi(Aqm):
     action: ClassVar[str] = "pi"
+    prose_name: ClassVar[str] = "PI"
     control: ClassVar[str] = "Pi"
     record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "prob", "state0", "state1", "event")
     a: float = 1.822e-5

@@ -63,6 +63,7 @@ def packet_class(ecn: Ecn) -> int:
 @dataclass(frozen=True, kw_only=True)
 class Pi2(Aqm):
     action: ClassVar[str] = "pi2"
+    prose_name: ClassVar[str] = "PI2"
     decides_at: ClassVar[str] = "departure"
     family: ClassVar[str] = "pi2"      # DualPI2 keeps PI2's parameters, and back
     reads_sojourn: ClassVar[bool] = True

@@ -113,6 +113,7 @@ def idle_tables(alpha_target: int, decay: int) -> tuple[TableRows, TableRows]:
 @dataclass(frozen=True, kw_only=True)
 class Pie(Aqm):
     action: ClassVar[str] = "pie"
+    prose_name: ClassVar[str] = "PIE"
     reads_sojourn: ClassVar[bool] = True
     control: ClassVar[str] = "Pie"
     record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "avg", "count", "prob", "state0",

@@ -111,6 +111,7 @@ class Red(Aqm):
     """
 
     action: ClassVar[str] = "red"
+    prose_name: ClassVar[str] = "RED"
     family: ClassVar[str] = "red"
     control: ClassVar[str] = "Red"
     record: ClassVar[tuple[str, ...]] = ("avg", "count", "prob")
@@ -171,6 +172,7 @@ class RedEcn(Red):
     Not-ECT packets are dropped; above maxth (2 maxth if gentle) everything is dropped."""
 
     action: ClassVar[str] = "red_ecn"
+    prose_name: ClassVar[str] = "RED+ECN"
     marking: ClassVar[EcnMode] = EcnMode.MARK
 
 
@@ -180,6 +182,7 @@ class Ecnm(Red):
     happen only to Not-ECT packets and at the hard limit."""
 
     action: ClassVar[str] = "ecnm"
+    prose_name: ClassVar[str] = "ECNM"
     marking: ClassVar[EcnMode] = EcnMode.MARK_ALWAYS
 
 

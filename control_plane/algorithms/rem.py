@@ -58,6 +58,7 @@ def mark_table(phi: float) -> tuple[int, TableRows]:
 @dataclass(frozen=True, kw_only=True)
 class Rem(Aqm):
     action: ClassVar[str] = "rem"
+    prose_name: ClassVar[str] = "REM"
     control: ClassVar[str] = "Rem"
     parts: ClassVar[tuple[str, ...]] = ("ARRIVALS",)
     record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "arr_seq", "prob", "state0", "state1",

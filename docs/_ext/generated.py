@@ -33,7 +33,12 @@ it;
 
     ```{actions}
     ```
-each algorithm's aqm_config action, its parameters and the tables it reads.
+each algorithm's aqm_config action, its parameters and the tables it reads;
+
+    ```{decides-at}
+    ```
+where the ns-3 twin decides each algorithm by default, by its prose name: its class's
+decides_at.
 """
 
 from __future__ import annotations
@@ -159,6 +164,32 @@ class SharedPartsDirective(Markdown):
         return self.render(lines)
 
 
+class DecidesAtDirective(Markdown):
+    required_arguments = 0
+    # Aqm.decides_at's values, in the order the list shows them.
+    PLACES = {"arrival": "on arrival",
+              "departure": "as the packet leaves (at dequeue, or at the front of the queue "
+                           "with what the arrivals decided)"}
+
+    def run(self) -> list[nodes.Node]:
+        from control_plane.algorithms import ALGORITHMS
+        names: dict[str, list[str]] = {place: [] for place in self.PLACES}
+        without = []
+        for cls in ALGORITHMS.values():
+            if cls.control is None:
+                without.append(cls.prose_name)
+            elif cls.decides_at in names:
+                names[cls.decides_at].append(cls.prose_name)
+            else:
+                raise self.error(f"{cls.__name__}.decides_at is {cls.decides_at!r}, not one "
+                                 f"of {', '.join(self.PLACES)}")
+        lines = [f"- {self.PLACES[place]}: {', '.join(listed)}."
+                 for place, listed in names.items() if listed]
+        if without:
+            lines.append(f"- nowhere (no control, only the hard limit): {', '.join(without)}.")
+        return self.render(lines)
+
+
 class ExperimentDirective(Markdown):
     def run(self) -> list[nodes.Node]:
         # The registry `python -m experiments list` prints; imported at build time.
@@ -213,4 +244,5 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("algorithms", AlgorithmsDirective)
     app.add_directive("shared-parts", SharedPartsDirective)
     app.add_directive("actions", ActionsDirective)
+    app.add_directive("decides-at", DecidesAtDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
