@@ -529,7 +529,7 @@ def one_notice_line(result: subprocess.CompletedProcess, text: str) -> None:
 
 
 async def test_restarts_and_flaps_restore_tables_and_queues_within_seconds(served, testbed,
-                                                                         artifacts):
+                                                                         artifacts, capsys):
     """Five flaps (the switch killed within a second of coming back), then a restart: the
     controller is back within 2 s of each start (finsy's own loop waited 10 s), every
     entry is back, and the port's queue runs at link_pps with queue_depth again: a burst
@@ -537,13 +537,16 @@ async def test_restarts_and_flaps_restore_tables_and_queues_within_seconds(serve
     let through faster than 200 packets/s."""
     assert aqmctl(served, "set", str(PORT), "droptail").returncode == 0   # keeps limit 2000
     before = await switch_entries(testbed, artifacts)
+    backs = []
     for flap in range(6):
         testbed.switch.stop()
         time.sleep(0.5)                  # the outage
-        back = start_switch_and_time_connection(testbed, served, flap + 2)
-        assert back <= BACK_WITHIN, f"flap {flap}: back {back:.2f} s after the start"
+        backs.append(start_switch_and_time_connection(testbed, served, flap + 2))
+        assert backs[-1] <= BACK_WITHIN, f"flap {flap}: back {backs[-1]:.2f} s after the start"
         if flap < 5:
             time.sleep(0.5)              # up for half a second, then killed again
+    with capsys.disabled():
+        print(f"\n    back {', '.join(f'{b:.2f}' for b in backs)} s after each start")
     assert epochless(await switch_entries(testbed, artifacts)) == epochless(before)
     events = aqmctl(served, "events").stdout
     assert events.count(f"queues port 1 5000/s depth 64, port {PORT} 200/s depth 5000") == 7
@@ -552,8 +555,10 @@ async def test_restarts_and_flaps_restore_tables_and_queues_within_seconds(serve
     start = time.monotonic()
     send_paced(testbed.port(1), [bytes(udp_packet(i + 1, Ecn.ECT0)) for i in range(300)],
                paced(1000, 0.3))
-    frames = rx.receive(quiet=1.0, limit=10.0)
-    span = time.monotonic() - start - 1.0
+    # Until the 300th frame: ending at the first second without one lost the last 9 on a
+    # loaded machine, though the switch had sent all 300.
+    frames = rx.receive(quiet=10.0, limit=15.0, expect=300)
+    span = time.monotonic() - start
     port = state(served)["ports"][str(PORT)]
     assert port["enqueued"] == port["counters"]["seen_packets"] == len(frames) == 300
     assert span > 0.8 * 300 / 200, span
