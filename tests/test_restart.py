@@ -64,15 +64,17 @@ def controllers(tmp_path):
         served.close()
 
 
-def connected(sock: Path) -> dict | None:
+def show_json(sock: Path) -> dict | None:
+    """`aqmctl show --json`, once the controller serves its socket."""
     if not sock.exists():
         return None
     result = aqmctl(sock, "show", "--json")
-    if result.returncode == 0:
-        shown = json.loads(result.stdout)
-        if shown["connected"]:
-            return shown
-    return None
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def connected(sock: Path) -> dict | None:
+    held = show_json(sock)
+    return held if held and held["connected"] else None
 
 
 def reconciled_at(sock: Path) -> float:
@@ -123,15 +125,21 @@ async def test_a_killed_controller_comes_back_with_everything_it_held(
         telemetry = telemetry_after(second.sock, before["ports"][str(PORT)]["telemetry"]["pkt_seq"])
     events = controller_events(second.sock)
     started = next(e["time"] for e in events if e["seq"] > events_before[-1]["seq"])
+    connection = next(e["message"] for e in events if e["seq"] > events_before[-1]["seq"]
+                      and CONNECTED.match(e["message"]))
+    told = before["ports"][str(PORT)]["telemetry"]
     with capsys.disabled():
         print(f"\n    restarted controller reconciled {back:.2f} s after its process started "
               f"({started - second.started:.2f} s Python's start-up and the files, "
               f"{back - (started - second.started):.2f} s the controller's own), "
               f"{reconciled_at(second.sock) - killed:.2f} s after the kill; counters "
               f"{before['ports'][str(PORT)]['counters']} before the kill, "
-              f"{after['ports'][str(PORT)]['counters']} after")
-    connection = next(e["message"] for e in events if e["seq"] > events_before[-1]["seq"]
-                      and CONNECTED.match(e["message"]))
+              f"{after['ports'][str(PORT)]['counters']} after; telemetry epoch "
+              f"{told['epoch']} -> {telemetry['epoch']}, packet {told['pkt_seq']} -> "
+              f"{telemetry['pkt_seq']}, avg {told['state']['avg']} -> "
+              f"{telemetry['state']['avg']}; maxp {maxp_at_kill} at the kill, first step "
+              f"{steps[0]!r}; change log {events_before[0]['seq']}-{events_before[-1]['seq']} "
+              f"kept, on to {events[-1]['seq']}; {connection}")
     assert "adopted the program it runs" in connection and "pipeline pushed" not in connection
     assert "AQM state carried on at port 1, 2" in connection, connection
     # Nothing on the switch went back: counters, the AQM's state (its epoch, its packets).
@@ -173,7 +181,10 @@ async def test_a_second_controller_waits_as_backup_and_takes_over_when_the_prima
     assert (f"{testbed.switch.config.grpc_address} (device id 0) has a primary controller, "
             f"election id 10 (pid {primary.proc.pid}, serving {primary.sock}): this one waits "
             "as backup (election id 9)") in waiting[0], waiting[0]
-    shown_a, shown_b = state(primary.sock), state(backup.sock)
+    # The line comes when the switch answers, the socket once the API's server is imported:
+    # on a loaded machine, after the line ('no controller at' in between).
+    shown_b = wait_for(lambda: show_json(backup.sock), 30.0, "the backup's socket")
+    shown_a = state(primary.sock)
     assert (shown_a["role"], shown_a["election_id"]) == ("primary", 10)
     assert (shown_b["role"], shown_b["primary_election_id"]) == ("backup", 10)
     assert shown_b["primary_holder"] == f"pid {primary.proc.pid}, serving {primary.sock}"
