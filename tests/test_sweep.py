@@ -150,3 +150,26 @@ def test_a_sweep_on_a_local_cluster_resumes_after_ctrl_c(can_run, tmp_path):
     finally:
         e.close()
 
+
+
+@pytest.mark.p4
+@pytest.mark.root
+def test_a_sweep_on_a_local_cluster_ends_its_runs_on_sigterm(can_run, tmp_path):
+    """SIGTERM (a CI limit, a closed terminal) to the client while the cluster's worker runs
+    the first run: one line saying what stopped, and nothing left (the worker, its run's
+    switch, namespaces and senders)."""
+    pytest.importorskip("distributed", reason="needs Dask: pip install -e '.[sweep]'")
+    e = Experiment(tmp_path, ("--repeat", "2", "--dask", "local"))
+    try:
+        e.wait_for_process("run-one")
+        for _ in range(20):         # its topology coming up
+            e.sample()
+            time.sleep(0.05)
+        e.proc.send_signal(signal.SIGTERM)
+        status = e.wait_exit()
+        assert status == 128 + signal.SIGTERM, e.stderr_path.read_text()[-3000:]
+        match = assert_one_line(e)
+        assert match["where"] == "smoke (runs on the Dask cluster local)"
+        assert_nothing_left(e)
+    finally:
+        e.close()
