@@ -398,13 +398,19 @@ def cause(switch: dict | None, twin: dict | None, explained: str) -> str:
     return "; ".join(parts)
 
 
+# Controlled runs that check the twin rather than play the switch: ns-3's own queue discs in
+# place of the golden models (issue 39's model-against-ns-3 comparison) explain no verdict.
+NOT_A_CAUSE = {"aqm_impl"}
+
+
 def why(experiment: str, claim: str, switch: str, twin: str, docs_of: list[dict]) -> str:
     """Why the backends disagree on a claim: a controlled run of one that gives the other's
     verdict (the twin with a behaviour of the switch's switched on, or the switch with one
     of the papers' simulators'), else "not explained yet"."""
     causes = []
     for doc in docs_of:
-        if doc["name"] in (MAIN, TWIN) or not doc["factors"]:
+        if (doc["name"] in (MAIN, TWIN) or not doc["factors"]
+                or any(name in NOT_A_CAUSE for name, _ in doc["factors"])):
             continue
         verdict = next((c["verdict"] for c in doc["claims"] if c["claim"] == claim), None)
         target, side = (switch, "the twin") if backend(doc) == "ns3" else (twin, "the switch")

@@ -238,7 +238,9 @@ def test_the_overview_says_where_each_switch_verdict_comes_from():
             claim(c[2], {"1f": U})]
     controlled = [claim(c[1], {"1f": D, "16f": H})]
     everything = {"e8": [doc(publish.MAIN, switch), doc(publish.TWIN, twin, "ns3"),
-                         doc("ns3-departure", controlled, "ns3", [("decide_at", "departure")])]}
+                         doc("ns3-departure", controlled, "ns3", [("decide_at", "departure")]),
+                         # ns-3's own discs check the model: no cause, whatever their verdict
+                         doc("ns3-native", controlled, "ns3", [("aqm_impl", "ns3")])]}
     rows = [line for line in publish.reproductions_block(everything) if line.startswith("| [E8]")]
     assert [row.rsplit("|", 2)[1].strip() for row in rows[:4]] == [
         "the paper as we read it at 1f, 64f; the switch at 16f",
