@@ -258,8 +258,10 @@ def provenance(doc: dict) -> str:
                 + (f", changed: {factors.describe(others['factors'], meanings=False)}"
                    if others["factors"] else ", unchanged"))
     else:
-        where = (f"on build profile `{doc['program']}`" if backend(doc) == "bmv2"
-                 else "in the ns-3 twin (the golden models of its algorithms)")
+        native = ["aqm_impl", "ns3"] in [list(f) for f in doc["factors"]]
+        where = (f"on build profile `{doc['program']}`" if backend(doc) == "bmv2" else
+                 "in the ns-3 twin (" + ("ns-3's own queue discs" if native else
+                                         "the golden models of its algorithms") + ")")
         text = (f"{head} {made} {where}"
                 + (f"; changed in every run: {changed}" if changed else ""))
     return text + (f". {doc['time']}" if doc["time"] else ".")

@@ -279,3 +279,13 @@ def test_an_experiment_page_sets_each_claim_on_both_backends_side_by_side():
     overview = publish.reproductions_block({"e8": both})
     assert any(line.endswith(row[1:]) for line in overview)     # the overview's row, as is
     assert "### Each claim on both backends" not in publish.experiment_block("e8", both[:1])
+
+
+def test_a_twin_run_s_provenance_says_what_decided():
+    """The golden models by default; ns-3's own queue discs under aqm_impl=ns3."""
+    doc = {"name": "ns3-native", "backend": "ns3", "factors": [["aqm_impl", "ns3"]],
+           "runs": 2, "configurations": 1, "repeats": 2, "commits": ["abc"], "time": "",
+           "program": "-"}
+    assert "in the ns-3 twin (ns-3's own queue discs)" in publish.provenance(doc)
+    assert "in the ns-3 twin (the golden models of its algorithms)" in publish.provenance(
+        {**doc, "name": publish.TWIN, "factors": []})
