@@ -1,13 +1,13 @@
 """Run folders as pandas frames, for one's own analysis beyond the summary's.
 
     from analysis import load
-    run = load.run("results/e8/<time>/codel-reno-16f.s1")
+    run = load.run("results/e8/<time>/pie-reno-16f.s1")
     run.telemetry    # t, avg, qdepth, prob, sojourn_ms, pmax, group, rtt_ms, ecn (+ switch)
     run.counters     # t and the port's counters, once a second (+ switch)
     run.flows        # one row per TCP connection: goodput, throughput, retransmits, ...
     run.config, run.metrics                      # config.json and metrics.json, as dicts
     every = load.runs("results/e8/<time>")       # every finished run of a folder: the same
-    every.telemetry[every.telemetry.label == "codel-reno-16f"]   # frames with label, seed
+    every.telemetry[every.telemetry.label == "pie-reno-16f"]   # frames with label, seed
 
 A parking lot's files per congested link (telemetry-s1.csv ...) become one frame whose
 `switch` column names the link's switch; a dumbbell's have switch "s1". A run from the

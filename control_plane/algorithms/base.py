@@ -168,7 +168,7 @@ class Aqm:
     queued; it is dropped at or above it)."""
 
     action: ClassVar[str]         # the aqm_config action, also the CLI's name
-    prose_name: ClassVar[str]     # how the docs' text names it: "CoDel", "RED+ECN"
+    prose_name: ClassVar[str]     # how the docs' text names it: "RED+ECN", "DualPI2"
     # What the P4 program needs of it (control_plane/profiles.py generates the program's
     # dispatch, parameters and profile symbols from these at build time): the P4 control
     # it runs, defined in or included by p4src/include/aqm/<its module>.p4 (None: it has
@@ -206,7 +206,7 @@ class Aqm:
 
     def target_delay(self) -> float | None:
         """The queueing delay the algorithm's controller holds, s, whatever the link's rate
-        (CoDel's, PIE's, PI2's target); None for one that holds a queue in packets or
+        (the delay-based ones' target); None for one that holds a queue in packets or
         aims at neither."""
         return None
 
