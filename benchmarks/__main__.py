@@ -1,14 +1,15 @@
 """python -m benchmarks [--out results/bench] [--quick] [--instructions-only | --control-only]
 [--compare REV] [--profiles [ALGORITHMS]]: data-plane and control-plane benchmarks, one JSON
-document and a table. Speed is a ratio against a baseline measured in the same run: these
-machines are noisy. The steady figure is the instructions BMv2 executes per packet
-(callgrind), which the machine's load does not change. --compare REV counts them also for
-p4src/ as it is in git revision REV, driven by this tree's control plane, and prints both
-side by side (before/after a change). --profiles measures each case also on the build
-profile of its one algorithm (control_plane/profiles.py; no AQM on the profile "none"),
-beside "all"; with a list, only those algorithms' cases (and with --compare, on the older
-revision's profiles too). A peer whose commands name the algorithm it runs
-(`# algorithm: codel`) is set head to head against ours on "all" and on that profile.
+document and a table; `python -m benchmarks publish JSON [--as NAME]` takes such a JSON into
+the documentation (docs/results/bench/ and the results page: benchmarks/publish.py). Speed is a
+ratio against a baseline measured in the same run: these machines are noisy. The steady figure
+is the instructions BMv2 executes per packet (callgrind), which the machine's load does not
+change. --compare REV counts them also for p4src/ as it is in git revision REV, driven by this
+tree's control plane, and prints both side by side (before/after a change). --profiles measures
+each case also on the build profile of its one algorithm (control_plane/profiles.py; no AQM on
+the profile "none"), beside "all"; with a list, only those algorithms' cases (and with
+--compare, on the older revision's profiles too). A peer whose commands name the algorithm it
+runs (`# algorithm: codel`) is set head to head against ours on "all" and on that profile.
 
 Everything it starts (switches, namespaces, senders, aqmctl) and its work folder (unless
 --keep-work) are gone when it ends, also on Ctrl-C or SIGTERM at any moment: then one line
@@ -32,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import control, dataplane, phase, profile, transport
+from benchmarks import control, dataplane, phase, profile, publish, transport
 from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import console, print_tables
 from benchmarks.suite import (Peer, algorithm_list, cases, compile_revision,
@@ -50,6 +51,11 @@ from topologies import netns
 
 def main(argv: list[str] | None = None) -> int:
     """Run, and answer SIGINT and SIGTERM by stopping everything (one line says what)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["publish"]:
+        # Starts nothing; run as a program, a signal stays held (as since the import) until
+        # the file and the page are both written.
+        return publish.main(argv[1:])
     GUARD.install()
     work = dataplane.scratch()
     GUARD.describe = lambda: [*running_children(),

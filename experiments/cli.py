@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from analysis import figures as docs_figures
+from analysis.markdown import valid_name
 from analysis.results import run_metrics
 from tooling import toolchain
 from control_plane.program import Artifacts
@@ -320,8 +321,7 @@ def one_switch(spec: RunSpec, build: Path | None, into: Path, log_level: str) ->
 
 
 def publish_command(folders: list[Path], name: str | None, beside: list[Path]) -> int:
-    if name is not None and (not name.replace("-", "").replace("_", "").isalnum()
-                             or not name.isascii()):
+    if name is not None and not valid_name(name):
         print(f"experiments: --as {name[:40]!r}: letters, digits, - and _ only",
               file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from analysis import figures as docs_figures
+from analysis.markdown import END, PublishError, begin, replaced, rewrite, table
 from analysis.results import run_metrics
 from analysis.stats import DIFFERS, HOLDS, NOT_MEASURED, UNCLEAR, points_of
 from experiments import factors
@@ -28,15 +29,10 @@ from control_plane.profiles import ALL
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 RESULTS = DOCS / "results"
-BEGIN = "<!-- published: begin (python -m experiments publish writes this block) -->"
-END = "<!-- published: end -->"
+BEGIN = begin("python -m experiments publish")
 MAIN = "main"
 # The ns-3 twin's plan as it stands, published beside the switch's `main`.
 TWIN = "ns3"
-
-
-class PublishError(Exception):
-    """Run folders that cannot be published or reported: one line saying why."""
 
 
 def unseeded(config: dict) -> dict:
@@ -207,39 +203,16 @@ def publish(folders: list[Path], name: str | None = None, docs: Path | None = No
 # ----- the pages' generated blocks -------------------------------------------------------
 
 def published(docs: Path = DOCS) -> dict[str, list[dict]]:
-    """Every published file, by experiment, the plan as it stands first."""
+    """Every published file, by experiment, the plan as it stands first (docs/results/bench/
+    holds the benchmarks')."""
     out: dict[str, list[dict]] = {}
-    for path in sorted((docs / "results").glob("*/*.json")):
+    for path in sorted(p for p in (docs / "results").glob("*/*.json")
+                       if p.parent.name in EXPERIMENTS):
         doc = json.loads(path.read_text())
         out.setdefault(doc["experiment"], []).append(doc)
     for docs_of in out.values():
         docs_of.sort(key=lambda d: (d["name"] != MAIN, d["name"]))
     return out
-
-
-def cell(value) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def blocks(rows: list[dict]) -> list[list[dict]]:
-    """Consecutive rows with the same columns: one table each (E5's RTT rows differ)."""
-    out: list[list[dict]] = []
-    for row in rows:
-        if out and list(out[-1][0]) == list(row):
-            out[-1].append(row)
-        else:
-            out.append([row])
-    return out
-
-
-def table(rows: list[dict]) -> list[str]:
-    """Markdown: one table per block of rows with the same columns, a blank line between."""
-    lines: list[str] = []
-    for block in blocks(rows):
-        lines += ([""] if lines else []) + [
-            "| " + " | ".join(block[0]) + " |", "|" + "---|" * len(block[0]),
-            *["| " + " | ".join(cell(v) for v in row.values()) + " |" for row in block]]
-    return lines
 
 
 def provenance(doc: dict) -> str:
@@ -472,15 +445,6 @@ def reproductions_block(everything: dict[str, list[dict]]) -> list[str]:
             "### Controlled runs", "", *(table(controlled) or ["None published yet."]), ""]
 
 
-def replaced(text: str, block: list[str]) -> str:
-    """The page with its generated block replaced (it must have the markers)."""
-    if BEGIN not in text or END not in text:
-        raise PublishError(f"the page has no block to generate (add {BEGIN} and {END})")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head + BEGIN + "\n\n" + "\n".join(block) + ("\n" if block else "") + END + tail
-
-
 def pages(docs: Path = DOCS) -> dict[Path, str]:
     """Every page with a generated block, as it must read."""
     everything = published(docs)
@@ -489,20 +453,16 @@ def pages(docs: Path = DOCS) -> dict[Path, str]:
         page = docs / "experiments" / f"{experiment}.md"
         if page.is_file() and BEGIN in page.read_text():
             out[page] = replaced(page.read_text(),
-                                 experiment_block(experiment, everything.get(experiment, [])))
+                                 experiment_block(experiment, everything.get(experiment, [])),
+                                 BEGIN)
     overview = docs / "experiments" / "reproductions.md"
-    out[overview] = replaced(overview.read_text(), reproductions_block(everything))
+    out[overview] = replaced(overview.read_text(), reproductions_block(everything), BEGIN)
     readme = docs.parent / "README.md"
     if readme.is_file() and BEGIN in readme.read_text():
-        out[readme] = replaced(readme.read_text(), headline(everything) + [""])
+        out[readme] = replaced(readme.read_text(), headline(everything) + [""], BEGIN)
     return out
 
 
 def regenerate(docs: Path = DOCS) -> list[Path]:
     """Write every page's generated block; the pages that changed."""
-    changed = []
-    for page, text in pages(docs).items():
-        if page.read_text() != text:
-            page.write_text(text)
-            changed.append(page)
-    return changed
+    return rewrite(pages(docs))

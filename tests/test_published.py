@@ -216,7 +216,7 @@ def test_publish_refuses_what_it_cannot_take(tmp_path, capsys, monkeypatch, docs
     with pytest.raises(publish.PublishError, match="programs all, .*report them apart"):
         publish.publish([mixed], docs=docs)
     with pytest.raises(publish.PublishError, match="no block to generate"):
-        publish.replaced("a page without markers", [])
+        publish.replaced("a page without markers", [], publish.BEGIN)
 
 
 def test_the_overview_says_where_each_switch_verdict_comes_from():
