@@ -303,10 +303,19 @@ VERDICTS = (HOLDS, DIFFERS, UNCLEAR)
 PLURAL = {HOLDS: "hold", DIFFERS: "differ"}
 
 
+def claim_of(doc: dict, text: str) -> str:
+    """The experiment's planned claim a published claim states: a claim's text may add what
+    this run measured (E7's "(here: 10 clients)" on the switch, 25 in the twin)."""
+    claims = EXPERIMENTS[doc["experiment"]].claims if doc.get("experiment") in EXPERIMENTS \
+        else []
+    return max((c for c in claims if text.startswith(c)), key=len, default=text)
+
+
 def planned(docs_of: list[dict], name: str) -> dict[str, dict]:
-    """The plan's claims as one backend judged them (the doc published as `name`), by claim."""
+    """The plan's claims as one backend judged them (the doc published as `name`), by the
+    planned claim each states."""
     doc = next((d for d in docs_of if d["name"] == name), None)
-    return {} if doc is None else {c["claim"]: c for c in doc["claims"]
+    return {} if doc is None else {claim_of(doc, c["claim"]): c for c in doc["claims"]
                                    if c["verdict"] != NOT_MEASURED}
 
 
@@ -387,7 +396,8 @@ def why(experiment: str, claim: str, switch: str, twin: str, docs_of: list[dict]
         if (doc["name"] in (MAIN, TWIN) or not doc["factors"]
                 or any(name in NOT_A_CAUSE for name, _ in doc["factors"])):
             continue
-        verdict = next((c["verdict"] for c in doc["claims"] if c["claim"] == claim), None)
+        verdict = next((c["verdict"] for c in doc["claims"]
+                        if claim_of(doc, c["claim"]) == claim), None)
         target, side = (switch, "the twin") if backend(doc) == "ns3" else (twin, "the switch")
         if verdict == target:
             changed = " and ".join(f"`{n}={v}`" for n, v in doc["factors"])
@@ -415,8 +425,8 @@ def both_backends(experiment: str, docs_of: list[dict]) -> list[dict]:
     for claim in dict.fromkeys([*switch, *twin]):
         s, t = switch.get(claim), twin.get(claim)
         sv, tv = (s and s["verdict"]), (t and t["verdict"])
-        rows.append({"claim (the paper's value)": claim, "ns-3 twin": verdict_cell(t),
-                     "switch": verdict_cell(s),
+        rows.append({"claim (the paper's value)": (s or t)["claim"],
+                     "ns-3 twin": verdict_cell(t), "switch": verdict_cell(s),
                      "cause": cause(s, t, why(experiment, claim, sv, tv, docs_of)
                                     if sv and tv and sv != tv else "")})
     return rows

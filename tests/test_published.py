@@ -289,3 +289,20 @@ def test_a_twin_run_s_provenance_says_what_decided():
     assert "in the ns-3 twin (ns-3's own queue discs)" in publish.provenance(doc)
     assert "in the ns-3 twin (the golden models of its algorithms)" in publish.provenance(
         {**doc, "name": publish.TWIN, "factors": []})
+
+
+def test_a_claim_is_one_row_though_each_backend_says_what_it_measured():
+    """E7's loss claim says how many clients ran ("(here: 10 clients)" on the switch, 25
+    in the twin at the paper's scale): still one claim, one row, both verdicts."""
+    base = publish.EXPERIMENTS["e7"].claims[2]
+
+    def doc(name, backend, clients, verdict):
+        return {"name": name, "backend": backend, "factors": [], "experiment": "e7",
+                "claims": [stats.claim_row(f"{base} (here: {clients} clients)",
+                                           [("q128-loss1: x", verdict)])]}
+    rows = publish.both_backends("e7", [doc(publish.MAIN, "bmv2", 10, stats.UNCLEAR),
+                                        doc(publish.TWIN, "ns3", 25, stats.HOLDS)])
+    assert len(rows) == 1
+    assert rows[0]["claim (the paper's value)"] == f"{base} (here: 10 clients)"
+    assert rows[0]["switch"].startswith("**not distinguishable**")
+    assert rows[0]["ns-3 twin"].startswith("**holds**")
