@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from analysis import markdown
 from control_plane.profiles import ALL, Profile
 from experiments import factors, publish
 from experiments.base import Experiment, PlanOptions, configurations
@@ -62,9 +63,9 @@ def write_summary(folder: Path, experiment: Experiment, rows: list[dict], figure
         lines += [f"Changed in every run: {changed}", ""]
     if experiment.claims:
         lines += ["Paper's claims:", *[f"- {c}" for c in experiment.claims], ""]
-    lines += publish.table(rows)
+    lines += markdown.table(rows)
     if claims:
-        lines += ["", "Claims beside our result:", "", *publish.table(claims)]
+        lines += ["", "Claims beside our result:", "", *markdown.table(claims)]
     if timing:
         lines += ["", timing]
     lines += ["", "Figures:", *[f"- {p.name}" for p in figures]]
@@ -83,7 +84,7 @@ def summarise(experiment: Experiment, folder: Path, results: list[tuple[str, Pat
     console.print(program)
     if changed:
         console.print(f"Changed in every run: {changed}")
-    for block in publish.blocks(rows):
+    for block in markdown.blocks(rows):
         table = Table(title=experiment.title)
         for column in block[0]:
             table.add_column(column, justify="right")
