@@ -304,6 +304,12 @@ def _twin(spec: RunSpec) -> RunSpec:
     return spec
 
 
+def ns3_discs(changed) -> bool:
+    """Whether ns-3's own queue discs decided in a twin run with these factors (pairs, as a
+    run's config.json and a published file hold them), not the golden models."""
+    return ("aqm_impl", "ns3") in {tuple(f) for f in changed}
+
+
 def _aqm_impl(value: str) -> Callable[[RunSpec], RunSpec]:
     def apply(spec: RunSpec) -> RunSpec:
         if value == "ns3":

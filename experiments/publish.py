@@ -231,9 +231,9 @@ def provenance(doc: dict) -> str:
                 + (f", changed: {factors.describe(others['factors'], meanings=False)}"
                    if others["factors"] else ", unchanged"))
     else:
-        native = ["aqm_impl", "ns3"] in [list(f) for f in doc["factors"]]
         where = (f"on build profile `{doc['program']}`" if backend(doc) == "bmv2" else
-                 "in the ns-3 twin (" + ("ns-3's own queue discs" if native else
+                 "in the ns-3 twin (" + ("ns-3's own queue discs"
+                                         if factors.ns3_discs(doc["factors"]) else
                                          "the golden models of its algorithms") + ")")
         text = (f"{head} {made} {where}"
                 + (f"; changed in every run: {changed}" if changed else ""))

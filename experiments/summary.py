@@ -31,7 +31,7 @@ def program_line(results: list[tuple[str, Path, dict]], backend: str = "bmv2") -
     """The program the runs ran (their config.json's build profile), or in the twin what
     decided for the queue."""
     if backend == "ns3":
-        native = ("aqm_impl", "ns3") in {tuple(f) for f in results[0][2].get("factors", [])}
+        native = factors.ns3_discs(results[0][2].get("factors", []))
         return ("Twin: ns-3, " + ("ns-3's own queue discs deciding" if native else
                                   "the golden models of the algorithms deciding"))
     labels: dict[str, list[str]] = {}
