@@ -146,4 +146,4 @@ def test_the_page_adds_its_example_in_four_files_a_registry_line_and_a_readme_ro
     if reason is None:
         assert counts.get("skipped", 0) == 0 and counts["passed"] >= 5, tested.stdout[-2000:]
     else:
-        pytest.skip(f"the example's unit tests passed; its conformance needs {reason}")
+        pytest.skip(f"the example's unit tests passed; its conformance: {reason}")
