@@ -10,6 +10,7 @@ each case also on the build profile of its one algorithm (control_plane/profiles
 the profile "none"), beside "all"; with a list, only those algorithms' cases (and with
 --compare, on the older revision's profiles too). A peer whose commands name the algorithm it
 runs (`# algorithm: codel`) is set head to head against ours on "all" and on that profile.
+`--capacity [PROGRAMS]` measures the testbed's capacity instead (benchmarks/capacity.py).
 
 Everything it starts (switches, namespaces, senders, aqmctl) and its work folder (unless
 --keep-work) are gone when it ends, also on Ctrl-C or SIGTERM at any moment: then one line
@@ -33,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import control, dataplane, phase, profile, publish, transport
+from benchmarks import capacity, control, dataplane, phase, profile, publish, transport
 from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import console, print_tables
 from benchmarks.suite import (Peer, algorithm_list, cases, compile_revision,
@@ -94,6 +95,7 @@ def arguments() -> argparse.ArgumentParser:
     only.add_argument("--control-only", action="store_true",
                       help="only the control plane: P4Runtime, loops, telemetry, aqmctl "
                            "(a few minutes)")
+    capacity.add_arguments(parser, only)
     parser.add_argument("--compare", metavar="REV",
                         help="also count p4src/ of this git revision, side by side")
     parser.add_argument("--peers", metavar="FOLDER", type=Path,
@@ -139,6 +141,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
         console.print(f"[red]benchmarks need the P4 toolchain and root: {missing or 'not root'}")
         return 2
     started = time.monotonic()
+    if args.capacity is not None:
+        return finish(capacity.document(parser, args, work), args.out, started)
     if args.build:
         artifacts = {"p4aqm": Artifacts.in_folder(args.build)}
         if not artifacts["p4aqm"].exist():

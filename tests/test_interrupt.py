@@ -406,3 +406,22 @@ def test_the_data_plane_benchmark_interrupted_with_traffic_leaves_nothing(benchm
     assert_gone({what.removeprefix("namespace ") for what in stopped
                  if what.startswith("namespace ")})
 
+
+
+def test_the_capacity_benchmark_interrupted_with_traffic_leaves_nothing(benchmark):
+    """Reno flows through a dumbbell with delay lines (benchmarks/capacity.py), SIGTERM:
+    iperf3, the delay lines, the switch and Mininet's namespaces go."""
+    b = benchmark("--capacity", "trivial", "--quick", "--capacity-sizes", "1500",
+                  "--capacity-paths", "delay-lines")
+    phase = "capacity: trivial, 1500 B, delay-lines, 20 Mb/s"
+    b.wait_for(phase)
+    b.wait_for_process("iperf3 -c")
+    b.sample()
+    b.proc.send_signal(signal.SIGTERM)
+    assert b.wait_exit() == 128 + signal.SIGTERM
+    match = assert_one_line(b, BENCH_LINE)
+    assert match["where"] == phase
+    stopped = match["stopped"].split(", ")
+    for program in ("simple_switch_grpc", "iperf3", "topologies.delayline"):
+        assert [what for what in stopped if what.startswith(f"{program} (pid")], stopped
+    assert_nothing_left(b)
