@@ -72,7 +72,9 @@ class Bounds:
     """The search: first rate, the coarse steps' factor, the bisection's end, the rates
     it may try, and at most so many steps and seconds."""
 
-    start: float = 20.0
+    # Below ~20 Mb/s, on the direct path's sub-millisecond RTT, CoDel's drops alone hold
+    # Reno near KEEP: a search starts above that.
+    start: float = 40.0
     factor: float = 2.0
     resolution: float = 1.1
     lowest: float = 1.0

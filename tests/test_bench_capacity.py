@@ -72,7 +72,7 @@ def test_everything_passes_up_to_the_highest_rate():
 
 def test_the_search_stops_at_its_count_of_steps():
     link = Link(137.0)
-    found = search(link.measure, Bounds(steps=3), link.clock)
+    found = search(link.measure, Bounds(start=20, steps=3), link.clock)
     assert (len(link.tried), found.stopped) == (3, "steps")
     assert (found.capacity_mbps, found.failing_mbps) == (80, None)
 

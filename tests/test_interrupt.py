@@ -413,7 +413,8 @@ def test_the_capacity_benchmark_interrupted_with_traffic_leaves_nothing(benchmar
     iperf3, the delay lines, the switch and Mininet's namespaces go."""
     b = benchmark("--capacity", "trivial", "--quick", "--capacity-sizes", "1500",
                   "--capacity-paths", "delay-lines")
-    phase = "capacity: trivial, 1500 B, delay-lines, 20 Mb/s"
+    from benchmarks.capacity import QUICK
+    phase = f"capacity: trivial, 1500 B, delay-lines, {QUICK[0].start:g} Mb/s"
     b.wait_for(phase)
     b.wait_for_process("iperf3 -c")
     b.sample()
