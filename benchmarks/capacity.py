@@ -42,7 +42,7 @@ from benchmarks import phase
 from benchmarks.report import console
 from control_plane.algorithms import ALGORITHMS
 from control_plane.aqm import Aqm, NoAqm
-from control_plane.profiles import ALL, Profile
+from control_plane.profiles import ALL, TELEMETRY, Profile
 from control_plane.program import Artifacts
 from control_plane.values import ConfigError
 from experiments.spec import WIDE_QUEUE, Flow, RunSpec
@@ -338,7 +338,11 @@ class Bench:
                           flows=(Flow(0, 0, streams=self.flows),))
             # The bottleneck as a run has it; the others without AQM, as a one-algorithm
             # profile (without DropTail) forwards them.
-            views = {port: view if port == plan.bottleneck_port
+            # A build without telemetry (+lean) takes no telemetry interval.
+            records = TELEMETRY in Profile.named(self.program).parts
+            views = {port: (view if records else PortView(replace(view.config,
+                                                                  telemetry_interval=None)))
+                     if port == plan.bottleneck_port
                      else PortView(replace(view.config, aqm=NoAqm()))
                      for port, view in port_views(run, plan).items()}
             ctl = Controller(plan.node.grpc_address, self.artifacts, views,

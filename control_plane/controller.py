@@ -802,8 +802,9 @@ class Controller:
         for port, view in self.ports.items():
             view.counters = await self.switch.read_counters(port)
             view.enqueued = await self.switch.read_enqueued(port)
-            view.group_counters = (await self.switch.read_group_counters(port)
-                                   if type(view.config.aqm).group_names else None)
+            groups = (await self.switch.read_group_counters(port)
+                      if type(view.config.aqm).group_names else None)
+            view.group_counters = groups or None    # None: a profile without them too
 
     def snapshot(self) -> dict:
         """The state the CLI shows, as JSON-ready data in physical units."""

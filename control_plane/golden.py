@@ -52,6 +52,9 @@ class PortModel:
     program: PortProgram
     epoch: int
     counters: PortCounters = field(default_factory=PortCounters)
+    # False: the program draws nothing (a profile of algorithms that never draw), its
+    # records' draw is 0 (profiles.DRAWS).
+    draws: bool = True
 
     def __post_init__(self) -> None:
         encoded = self.program.encoded
@@ -70,7 +73,7 @@ class PortModel:
         rnd replaces the PRNG draw (for BMv2's random(), whose draws come from telemetry).
         """
         fresh = self._epoch_step()
-        draw = self._draw(fresh) if rnd is None else rnd
+        draw = 0 if not self.draws else self._draw(fresh) if rnd is None else rnd
         decision = self.algorithm.step(fresh, pkt, draw)
         outcome, ecn_out = self._verdict(pkt, decision)
         exported, tele_seq = self._export(fresh, pkt)

@@ -8,6 +8,11 @@ profile pays only for its own. The default program is "all", every part.
 
     python -m tooling.build --algorithms red,mecn     (make build ALGORITHMS=red,mecn)
 
+A profile may also leave out parts every program carries by default (OPTIONAL_PARTS:
+telemetry, the seeded PRNG, per-reason counters, RFC 1812's input checks), for the most
+packets per second BMv2 can give: `--algorithms codel+lean` leaves out all of them (what
+the public P4 AQMs carry), `codel+no-telemetry` one.
+
 The profile's name and algorithms are in its build folder (profile.json) and in its P4Info
 (pkg_info: name p4aqm-<profile>, the algorithms as its description); the controller reads
 the P4Info it pushes and refuses a port configuration the profile lacks (Profile.check).
@@ -41,12 +46,39 @@ SHARED_PARTS = {
     "RTT_TRACKER": "ingress's RTT tracker (control/rtt_tracker.p4: `rtt_config`, "
                    "`rtt_events`, `rtt_us` in metadata) and TCP's timestamps option in the "
                    "parser",
+    "GROUP_INDEX": "the packet's group's counter and register index in metadata "
+                   "(`group_index`: port * 4 + group), which the RED family's marker keys "
+                   "its count by (aqm/marker.p4), as the reason counters count by group",
     "L4_PORTS": "the TCP and UDP headers and their parser states (AECN's flow "
                 "classification and the RTT tracker read them)",
     PRIORITY_QUEUES: "DualPI2's L queue in ingress (`dualpi2_queue`) and its charge clone in "
                      "egress, aqm/dualpi2.p4 (the controller installs the two charge clone "
                      "sessions per port only for a program with this part)",
 }
+# The parts every program carries unless its profile leaves them out ("+no-<part>", or all
+# of them with "+lean"), and what leaving each out costs the user.
+OPTIONAL_PARTS = {
+    "TELEMETRY": "the PacketIn telemetry records (telemetry.p4: `telemetry_config`, the "
+                 "record's clone to the CPU port); without it `aqmctl watch` and the "
+                 "packet-by-packet conformance see nothing",
+    "SEEDED_PRNG": "the per-port seeded xorshift32 stream the golden model follows draw by "
+                   "draw (prologue.p4); without it every draw is BMv2's random(), so "
+                   "runs do not repeat and conformance can check draws only statistically",
+    "REASON_COUNTERS": "the counters of drops and marks by reason, by group and of ingress "
+                       "drops (verdict.p4, forwarding.p4); without them only `seen` and "
+                       "`enqueued` count",
+    "INPUT_CHECKS": "RFC 1812 5.2.2's input checks in ingress (the IPv4 checksum's "
+                    "verification, a malformed header, a length below the header or beyond "
+                    "the frame); without them such a packet is forwarded as any other",
+}
+# Every packet of an algorithm that draws (its class's `draws`) takes one random draw in
+# the prologue; a profile of algorithms that never draw (CoDel, DropTail) has no draw.
+DRAWS = "DRAWS"
+SEEDED_PRNG = "SEEDED_PRNG"     # what it seeds is the draw: only with DRAWS
+TELEMETRY = "TELEMETRY"
+GROUP_INDEX = "GROUP_INDEX"
+REASON_COUNTERS = "REASON_COUNTERS"
+LEAN = "lean"
 # The record's fields that only some algorithms' controls write (aqm_types.p4's
 # aqm_record_h, each a P4AQM_RECORD_<FIELD> symbol): a profile's record has those of its
 # algorithms (every field costs every AQM packet a write to zero it), and its telemetry
@@ -85,31 +117,62 @@ def build_command(profile: "Profile") -> str:
     return f"make build ALGORITHMS={profile.listed} (into build/profiles/{profile.name}/)"
 
 
+def _option(part: str) -> str:
+    """How a profile's name says it leaves a part out: "no-seeded-prng"."""
+    return "no-" + part.lower().replace("_", "-")
+
+
+def _valid_options() -> str:
+    return ", ".join([LEAN, *map(_option, OPTIONAL_PARTS)])
+
+
 @dataclass(frozen=True)
 class Profile:
-    """A program's algorithms (in ALGORITHMS' order), and its name: "all", "none" (no
-    algorithm: forwarding and counters only), or the algorithms joined by '-'."""
+    """A program's algorithms (in ALGORITHMS' order), the optional parts it leaves out (in
+    OPTIONAL_PARTS' order), and its name: "all", "none" (no algorithm: forwarding and
+    counters only), or the algorithms joined by '-'; then "+lean" if it leaves out every
+    optional part, else "+no-<part>" for each it leaves out ("codel+lean",
+    "red-pie+no-telemetry")."""
 
     name: str
     algorithms: tuple[str, ...]
+    without: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, algorithms) -> "Profile":
-        chosen = set(algorithms)
-        if chosen == set(ALGORITHMS):
-            return ALL_PROFILE
+    def of(cls, algorithms, without=()) -> "Profile":
+        chosen, left_out = set(algorithms), set(without)
         ordered = tuple(a for a in ALGORITHMS if a in chosen)
-        return cls("-".join(ordered) or NO_AQM, ordered)
+        omitted = tuple(p for p in OPTIONAL_PARTS if p in left_out)
+        if chosen == set(ALGORITHMS) and not omitted:
+            return ALL_PROFILE
+        name = ALL if chosen == set(ALGORITHMS) else "-".join(ordered) or NO_AQM
+        if omitted == tuple(OPTIONAL_PARTS):
+            name += f"+{LEAN}"
+        else:
+            name += "".join(f"+{_option(p)}" for p in omitted)
+        return cls(name, ordered, omitted)
 
     @classmethod
     def named(cls, name: str) -> "Profile":
-        """The profile of a name Profile.of gave ("all", "none", algorithms joined by '-')."""
-        return cls.parse(name.replace("-", ","))
+        """The profile of a name Profile.of gave ("all", "none", algorithms joined by '-',
+        each maybe with its "+" options)."""
+        listed, *options = name.split("+")
+        return cls.parse("+".join([listed.replace("-", ","), *options]))
 
     @classmethod
     def parse(cls, text: str) -> "Profile":
-        """--algorithms: comma-separated names, "all", or "none" (the no-AQM path only)."""
-        names = [n.strip() for n in text.split(",")]
+        """--algorithms: comma-separated names, "all", or "none" (the no-AQM path only),
+        then optionally "+lean" or any of "+no-<part>" (the optional parts it leaves out)."""
+        listed, *options = text.split("+")
+        without: list[str] = []
+        for option in (o.strip() for o in options):
+            parts = [p for p in OPTIONAL_PARTS if option in (LEAN, _option(p))]
+            if not parts:
+                raise ConfigError(f"unknown option {shown_input('+' + option)} in "
+                                  f"{shown_input(text)}; valid: "
+                                  f"{', '.join('+' + o for o in _valid_options().split(', '))}")
+            without += parts
+        names = [n.strip() for n in listed.split(",")]
         if not any(names):
             raise ConfigError(f"no algorithm in {shown_input(text)}; valid: {_valid_names()}")
         for name in names:
@@ -117,20 +180,29 @@ class Profile:
                 raise ConfigError(f"unknown algorithm {shown_input(name)} in "
                                   f"{shown_input(text)}; valid: {_valid_names()}")
         if ALL in names:
-            return ALL_PROFILE
-        return cls.of(n for n in names if n != NO_AQM)
+            return cls.of(ALGORITHMS, without)
+        return cls.of((n for n in names if n != NO_AQM), without)
 
     @property
     def listed(self) -> str:
-        """The algorithms as --algorithms (and Profile.parse) takes them."""
-        if self.name == ALL:
-            return ALL
-        return ",".join(self.algorithms) or NO_AQM
+        """The profile as --algorithms (and Profile.parse) takes it."""
+        every = set(self.algorithms) == set(ALGORITHMS)
+        algorithms = ALL if every else ",".join(self.algorithms) or NO_AQM
+        return "+".join([algorithms, *self.name.split("+")[1:]])
 
     @property
     def parts(self) -> tuple[str, ...]:
-        """The shared parts its algorithms need, in the registry's order."""
-        return tuple(dict.fromkeys(p for a in self.algorithms for p in ALGORITHMS[a].parts))
+        """The parts of the program it has: the shared parts its algorithms need (and the
+        group index the reason counters need), in SHARED_PARTS' order, the draw if one of
+        them draws, and the optional parts it keeps."""
+        needed = {p for a in self.algorithms for p in ALGORITHMS[a].parts}
+        if self.algorithms and REASON_COUNTERS not in self.without:
+            needed.add(GROUP_INDEX)     # the reason counters count by group
+        shared = [p for p in SHARED_PARTS if p in needed]
+        draws = [DRAWS] if any(ALGORITHMS[a].draws for a in self.algorithms) else []
+        kept = [p for p in OPTIONAL_PARTS if p not in self.without
+                and (p != SEEDED_PRNG or draws)]
+        return (*shared, *draws, *kept)
 
     def folder(self, root: Path) -> Path:
         """Where the profile builds: the root itself for "all" (build/), else
@@ -139,13 +211,15 @@ class Profile:
 
     def write(self, folder: Path) -> None:
         (folder / PROFILE_FILE).write_text(json.dumps(
-            {"name": self.name, "algorithms": list(self.algorithms), "parts": list(self.parts)},
+            {"name": self.name, "algorithms": list(self.algorithms), "parts": list(self.parts),
+             "without": list(self.without)},
             indent=2) + "\n")
 
     @classmethod
     def of_p4info(cls, p4info: Path) -> "Profile":
         """The profile a P4Info describes: its algorithms are the aqm_config actions it has
-        (so a program built before profiles is "all"), its name is pkg_info's."""
+        (so a program built before profiles is "all"), its name and the parts it leaves
+        out are pkg_info's."""
         schema = fy.P4Schema(p4info)
         table = schema.tables.get("aqm_config")
         if table is None:
@@ -153,18 +227,28 @@ class Profile:
         actions = {a.alias for a in table.actions}
         found = cls.of(a for a in ALGORITHMS if a in actions)
         name = schema.pkg_info.name.removeprefix("p4aqm-") or found.name
-        return cls(name, found.algorithms)
+        without = cls.named(name).without if "+" in name else ()
+        return cls(name, found.algorithms, without)
 
     def check(self, action: str) -> None:
         """Refuse an algorithm the program does not carry, naming what it does and the
         build command that adds it."""
         if action == NO_AQM or action in self.algorithms:
             return
-        wanted = Profile.of((*self.algorithms, action))
+        wanted = Profile.of((*self.algorithms, action), self.without)
         raise ConfigError(
             f"{action} is not in this switch's program: profile {self.name} has "
             f"{', '.join((*self.algorithms, NO_AQM))}; {build_command(wanted)} builds one "
             f"with {action}")
+
+    def check_kept(self, part: str, needed_by: str) -> None:
+        """Refuse what needs an optional part the profile leaves out, naming the build
+        that keeps it."""
+        if part in self.without:
+            wanted = Profile.of(self.algorithms, (p for p in self.without if p != part))
+            raise ConfigError(f"{needed_by} needs the program's {_option(part)[3:]}, which "
+                              f"profile {self.name} leaves out; {build_command(wanted)} "
+                              f"builds one with it")
 
 
 ALL_PROFILE = Profile(ALL, tuple(ALGORITHMS))

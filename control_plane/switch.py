@@ -30,7 +30,7 @@ from control_plane.aqm import TABLE_ENTRIES, ConfigError, PortConfig, PortProgra
 from control_plane.program import Artifacts
 from control_plane.forwarding import Route
 from control_plane.golden import PortCounters
-from control_plane.profiles import PRIORITY_QUEUES, Profile
+from control_plane.profiles import PRIORITY_QUEUES, TELEMETRY, Profile
 from control_plane.rtt_tracker import RttEvent
 from control_plane.telemetry import TelemetryRecord
 
@@ -384,6 +384,9 @@ class AqmSwitch:
         self.check_port(config.port)
         self.profile.check(config.aqm.action)
         program = config.encode()
+        if program.encoded is not None and config.telemetry_interval is not None:
+            self.profile.check_kept(TELEMETRY, f"port {config.port}'s telemetry (an ARED or "
+                                               "AMECN loop's, or telemetry_interval)")
         if program.encoded is not None and program.encoded.priority_queues > self.priority_queues:
             raise ConfigError(
                 f"{config.aqm.action} needs a switch started with --priority-queues "
@@ -477,7 +480,8 @@ class AqmSwitch:
     def _base_entities(self) -> list[fy.P4CloneSessionEntry]:
         """The clone sessions: telemetry's, and, where the program has DualPI2's queues,
         each port's two for its charge."""
-        sessions = [fy.P4CloneSessionEntry(dp.TELEMETRY_SESSION, replicas=[(dp.CPU_PORT, 1)])]
+        sessions = [fy.P4CloneSessionEntry(dp.TELEMETRY_SESSION, replicas=[(dp.CPU_PORT, 1)])
+                    ] if TELEMETRY in self.profile.parts else []
         if PRIORITY_QUEUES in self.profile.parts:   # only its egress clones to them
             for port in sorted(self.ports):
                 sessions += [
@@ -571,9 +575,11 @@ class AqmSwitch:
     async def read_group_counters(self, port: int) -> dict[str, list[int]]:
         """Marks and drops per group of the port, the first three (AECN's robust, average,
         fragile; PI2's classic, L4S and an unused third: the algorithm's `groups` name
-        them)."""
+        them); none in a profile without reason counters."""
         self.check_port(port)
-        out = {}
+        out: dict[str, list[int]] = {}
+        if not self.sw.p4info.counters.get("group_marks"):   # a profile without them
+            return out
         for name in ("group_marks", "group_drops"):
             values = [0] * 4
             async for entry in self.sw.read(
@@ -591,7 +597,10 @@ class AqmSwitch:
         return events
 
     async def read_ingress_drops(self) -> dict[dp.IngressDrop, int]:
-        drops = {}
+        """Ingress drops by reason (none in a profile without reason counters)."""
+        drops: dict[dp.IngressDrop, int] = {}
+        if not self.sw.p4info.counters.get(dp.INGRESS_DROPS_COUNTER):
+            return drops
         async for entry in self.sw.read(
                 [fy.P4CounterEntry(dp.INGRESS_DROPS_COUNTER, index=r) for r in dp.IngressDrop]):
             drops[dp.IngressDrop(entry.index)] = entry.packet_count

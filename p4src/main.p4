@@ -21,7 +21,9 @@
 #include "include/control/rtt_tracker.p4"
 #endif
 #include "include/control/aqm_dispatch.p4"
+#ifdef P4AQM_WITH_TELEMETRY
 #include "include/control/telemetry.p4"
+#endif
 #include "include/control/ipv4_checksum.p4"
 #ifdef P4AQM_DROP_AT_ENQUEUE
 #include "include/control/queue_at_arrival.p4"
@@ -66,6 +68,14 @@ control IngressPipe(inout headers_t hdr,
     }
 }
 
+// Whether the packet exports a telemetry record (DualPI2's charge clones to the session that
+// also reaches the CPU port).
+#ifdef P4AQM_WITH_TELEMETRY
+#define EXPORTS_A_RECORD meta.stamp.isValid()
+#else
+#define EXPORTS_A_RECORD false
+#endif
+
 control EgressPipe(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t std_meta) {
@@ -74,15 +84,18 @@ control EgressPipe(inout headers_t hdr,
 #else
     AqmDispatch() aqm_stage;
 #endif
+#ifdef P4AQM_WITH_TELEMETRY
     TelemetryExport() telemetry_export;
     TelemetryFormat() telemetry_format;
+#endif
 #ifdef P4AQM_WITH_PRIORITY_QUEUES
     DualPi2Charge() dualpi2_charge;
 #endif
 
     apply {
+#if defined(P4AQM_WITH_TELEMETRY) || defined(P4AQM_WITH_PRIORITY_QUEUES)
         if (std_meta.instance_type == PKT_INSTANCE_TYPE_EGRESS_CLONE) {
-#ifdef P4AQM_WITH_PRIORITY_QUEUES
+#if defined(P4AQM_WITH_TELEMETRY) && defined(P4AQM_WITH_PRIORITY_QUEUES)
             // A telemetry record for the CPU port, or a DualPI2 charge (dualpi2.p4): its
             // service slot in the classic queue was the point.
             if (std_meta.egress_port == CPU_PORT) {
@@ -90,17 +103,24 @@ control EgressPipe(inout headers_t hdr,
             } else {
                 mark_to_drop(std_meta);
             }
-#else
+#elif defined(P4AQM_WITH_TELEMETRY)
             // A telemetry record for the CPU port: the only clones.
             telemetry_format.apply(hdr, meta.rec, meta.export, meta.stamp);
+#else
+            // A DualPI2 charge: the only clones.
+            mark_to_drop(std_meta);
 #endif
-        } else {
+        } else
+#endif
+        {
 #ifdef P4AQM_DROP_AT_ENQUEUE
             departure.apply(std_meta.egress_port, std_meta, meta.rec);
 #else
             aqm_stage.apply(hdr, meta, std_meta);
 #endif
+#if defined(P4AQM_WITH_TELEMETRY) || defined(P4AQM_WITH_PRIORITY_QUEUES)
             if (meta.rec.isValid()) {
+#ifdef P4AQM_WITH_TELEMETRY
 #ifdef P4AQM_DROP_AT_ENQUEUE
                 // The epoch's first packet may have been dropped in ingress: the telemetry
                 // sequence runs on across epochs (records carry their epoch).
@@ -108,12 +128,14 @@ control EgressPipe(inout headers_t hdr,
 #endif
                 telemetry_export.apply(std_meta.egress_port, hdr, std_meta, meta.rec, meta.export,
                                        meta.stamp);
+#endif
 #ifdef P4AQM_WITH_PRIORITY_QUEUES
                 if (meta.aqm.pi2.isValid()) {
-                    dualpi2_charge.apply(meta.aqm.pi2, meta.rec, meta.stamp);
+                    dualpi2_charge.apply(meta.aqm.pi2, meta.rec, EXPORTS_A_RECORD);
                 }
 #endif
             }
+#endif
         }
     }
 }

@@ -23,8 +23,8 @@ from control_plane.algorithms import ALGORITHMS
 from control_plane.aqm import Codel, ConfigError, Mecn, PortConfig, RedEcn
 from tooling.build import GENERATED, PROFILE_P4, REPO, main
 from tooling.generate import algorithms_header, profile_header
-from control_plane.profiles import (ALL, CONTROLS, PROFILE_FILE, RECORD_FIELDS, SHARED_PARTS,
-                                    Profile, build_command)
+from control_plane.profiles import (ALL, CONTROLS, DRAWS, OPTIONAL_PARTS, PROFILE_FILE,
+                                    RECORD_FIELDS, SHARED_PARTS, Profile, build_command)
 from support.traffic import HOSTS
 from support.waiting import wait_for
 
@@ -74,10 +74,10 @@ def test_every_shared_part_and_record_field_is_one_the_program_guards_and_an_alg
     """The registry's classes name the shared parts and record fields they need
     (control_plane/profiles.py refuses others on import): each part and optional record
     field is one the P4 source guards (P4AQM_WITH_<PART>, P4AQM_RECORD_<FIELD>), and one
-    some algorithm needs; aqm_types.p4 guards each optional record field by its symbol."""
+    some algorithm needs (the draw and the optional parts are guarded too); aqm_types.p4 guards each optional record field by its symbol."""
     source = "".join(p.read_text() for p in (REPO / "p4src").rglob("*.p4"))
-    guarded = set(re.findall(r"#ifn?def P4AQM_WITH_(\w+)", source))
-    assert guarded == set(SHARED_PARTS)
+    guarded = set(re.findall(r"(?:#ifn?def |defined\()P4AQM_WITH_(\w+)", source))
+    assert guarded == {*SHARED_PARTS, DRAWS, *OPTIONAL_PARTS}
     assert {p for cls in ALGORITHMS.values() for p in cls.parts} == set(SHARED_PARTS)
     assert {f for cls in ALGORITHMS.values() for f in cls.record} == set(RECORD_FIELDS)
     record = (REPO / "p4src" / "include" / "aqm_types.p4").read_text()
@@ -95,7 +95,9 @@ def test_the_generated_profile_lists_its_algorithms_controls_and_symbols():
     assert '#define P4AQM_PKG_ALGORITHMS "mecn,aecn,pie"' in text
     symbols = set(re.findall(r"#define (P4AQM_(?:WITH|RECORD)_\w+)\n", text))
     assert symbols == {"P4AQM_WITH_MECN_LEVELS", "P4AQM_WITH_RTT_TRACKER",
-                       "P4AQM_WITH_L4_PORTS", *(f"P4AQM_RECORD_{f.upper()}" for f in (
+                       "P4AQM_WITH_L4_PORTS", "P4AQM_WITH_GROUP_INDEX", f"P4AQM_WITH_{DRAWS}",
+                       *(f"P4AQM_WITH_{part}" for part in OPTIONAL_PARTS),
+                       *(f"P4AQM_RECORD_{f.upper()}" for f in (
                            "deq_qdepth", "avg", "count", "prob", "state0", "state1", "event",
                            "ingress_ts", "rtt", "group"))}
     lists = dict(re.findall(r"#define P4AQM_FOR_EACH_(\w+)\(X\)((?: \\\n    X\(.*\))*)", text))
@@ -199,7 +201,8 @@ def test_a_profile_carries_its_algorithms_and_only_the_parts_they_need(profile_a
     fields = {f[0] for f in meta["fields"]}
     assert not {f for f in fields if re.search(r"arr_seq|rtt_us", f)}, fields
     saved = json.loads((profile_artifacts.bmv2_json.parent / PROFILE_FILE).read_text())
-    assert saved == {"name": PROFILE_NAME, "algorithms": ["red_ecn", "pie"], "parts": []}
+    assert saved == {"name": PROFILE_NAME, "algorithms": ["red_ecn", "pie"],
+                     "parts": ["GROUP_INDEX", DRAWS, *OPTIONAL_PARTS], "without": []}
 
 
 @pytest.mark.p4

@@ -5,8 +5,8 @@
 
 `--drop-at enqueue` builds the variant whose AQM runs in ingress, before the queue
 (p4src/include/control/queue_at_arrival.p4): the experiments' `--factor drop=enqueue`.
-`--algorithms` builds a profile with only those algorithms (control_plane/profiles.py)
-into <out>/profiles/<name>/; the default, "all", builds into <out>/ itself. `--into`
+`--algorithms` builds a profile with only those algorithms, and without the optional
+parts it names (`codel+lean`; control_plane/profiles.py), into <out>/profiles/<name>/; the default, "all", builds into <out>/ itself. `--into`
 builds into that folder whatever the profile (an experiment's run folder's build/).
 
 `make build` runs this; the tests call compile_program() into their own folder.
@@ -101,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
                              "the default) or before it enters (ingress)")
     parser.add_argument("--algorithms", default="all",
                         help="the profile: comma-separated algorithms (none: forwarding "
-                             "only), or all (the default)")
+                             "only), or all (the default); then +lean to leave out every "
+                             "optional part (telemetry, the seeded PRNG, reason counters, "
+                             "input checks), or +no-<part> for one (codel+no-telemetry)")
     args = parser.parse_args(argv)
     try:
         profile = Profile.parse(args.algorithms)

@@ -105,7 +105,7 @@ class Aecn(Aqm):
     family: ClassVar[str] = "red"
     group_names: ClassVar[tuple[str, ...]] = GROUPS
     control: ClassVar[str] = "Red"
-    parts: ClassVar[tuple[str, ...]] = ("RTT_TRACKER", "L4_PORTS")
+    parts: ClassVar[tuple[str, ...]] = ("RTT_TRACKER", "L4_PORTS", "GROUP_INDEX")
     record: ClassVar[tuple[str, ...]] = ("avg", "count", "prob", "state0", "state1",
                                          "ingress_ts", "rtt", "group")
     around: ClassVar[bool] = True

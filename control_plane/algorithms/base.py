@@ -181,6 +181,9 @@ class Aqm:
     parts: ClassVar[tuple[str, ...]] = ()
     record: ClassVar[tuple[str, ...]] = ()
     around: ClassVar[bool] = False
+    # Whether its control reads the packet's random draw (a profile of algorithms that
+    # never draw has no draw: profiles.DRAWS).
+    draws: ClassVar[bool] = True
     # The parameters that ARED's and AMECN's automatic mode derives from a target delay
     # (`target_delay`, control_plane/adaptation.py's auto_thresholds); none: it has none.
     target_delay_sets: ClassVar[tuple[str, ...]] = ()

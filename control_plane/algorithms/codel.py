@@ -73,6 +73,7 @@ class Codel(Aqm):
     prose_name: ClassVar[str] = "CoDel"
     decides_at: ClassVar[str] = "departure"
     reads_sojourn: ClassVar[bool] = True
+    draws: ClassVar[bool] = False
     control: ClassVar[str] = "Codel"
     record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "avg", "count", "state0", "state1",
                                          "event")

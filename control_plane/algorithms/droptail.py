@@ -27,6 +27,7 @@ class DropTail(Aqm):
 
     action: ClassVar[str] = "droptail"
     prose_name: ClassVar[str] = "DropTail"
+    draws: ClassVar[bool] = False
 
     def encode(self, link: Link) -> Encoded:
         limit = self._limit()

@@ -37,7 +37,7 @@ class Mecn(Aqm):
     family: ClassVar[str] = Red.family
     ect1: ClassVar[str] = "incipient congestion (seed 001)"
     control: ClassVar[str] = Red.control
-    parts: ClassVar[tuple[str, ...]] = ("MECN_LEVELS",)
+    parts: ClassVar[tuple[str, ...]] = ("MECN_LEVELS", "GROUP_INDEX")
     record: ClassVar[tuple[str, ...]] = Red.record
     target_delay_sets: ClassVar[tuple[str, ...]] = ("minth", "midth", "maxth", "wq")
     adapted: ClassVar[str] = "p1max"

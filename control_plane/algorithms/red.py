@@ -114,6 +114,7 @@ class Red(Aqm):
     prose_name: ClassVar[str] = "RED"
     family: ClassVar[str] = "red"
     control: ClassVar[str] = "Red"
+    parts: ClassVar[tuple[str, ...]] = ("GROUP_INDEX",)    # the marker counts by group
     record: ClassVar[tuple[str, ...]] = ("avg", "count", "prob")
     target_delay_sets: ClassVar[tuple[str, ...]] = ("minth", "maxth", "wq")
     marking: ClassVar[EcnMode] = EcnMode.DROP

@@ -156,11 +156,26 @@ class SharedPartsDirective(Markdown):
 
     def run(self) -> list[nodes.Node]:
         from control_plane.algorithms import ALGORITHMS
-        from control_plane.profiles import SHARED_PARTS
+        from control_plane.profiles import DRAWS, SHARED_PARTS
         lines = ["| part | what it brings | needed by |", "|---|---|---|"]
         for part, brings in SHARED_PARTS.items():
             users = [f"`{name}`" for name, cls in ALGORITHMS.items() if part in cls.parts]
             lines.append(f"| `{part}` | {brings} | {', '.join(users)} |")
+        users = [f"`{name}`" for name, cls in ALGORITHMS.items() if cls.draws]
+        lines.append(f"| `{DRAWS}` | the prologue's one random draw per packet "
+                     f"(control/prologue.p4) | {', '.join(users)} |")
+        return self.render(lines)
+
+
+class OptionalPartsDirective(Markdown):
+    required_arguments = 0
+
+    def run(self) -> list[nodes.Node]:
+        from control_plane.profiles import OPTIONAL_PARTS, _option
+        lines = ["| part | left out by | what it is, and what leaving it out costs |",
+                 "|---|---|---|"]
+        for part, what in OPTIONAL_PARTS.items():
+            lines.append(f"| `{part}` | `+{_option(part)}`, `+lean` | {what} |")
         return self.render(lines)
 
 
@@ -243,6 +258,7 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("docstring", DocstringDirective)
     app.add_directive("algorithms", AlgorithmsDirective)
     app.add_directive("shared-parts", SharedPartsDirective)
+    app.add_directive("optional-parts", OptionalPartsDirective)
     app.add_directive("actions", ActionsDirective)
     app.add_directive("decides-at", DecidesAtDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

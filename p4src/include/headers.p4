@@ -93,7 +93,9 @@ header udp_t {
 // Every header costs every packet (invalidated, defines.p4): TCP and UDP are parsed only
 // in a profile that reads them (profile.p4).
 struct headers_t {
+#ifdef P4AQM_WITH_TELEMETRY
     telemetry_t    telemetry;
+#endif
     ethernet_t     ethernet;
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
@@ -138,13 +140,16 @@ struct local_metadata_t {
 #ifdef P4AQM_WITH_RTT_TRACKER
     bit<32>         rtt_us;     // ingress: the flow's RTT (rtt_tracker.p4), 0 if not measured
 #endif
-#ifdef P4AQM_ANY_ALGORITHM
-    bit<32>         group_index;  // egress: port * 4 + the packet's group (verdict.p4)
+#ifdef P4AQM_WITH_GROUP_INDEX
+    // egress: port * 4 + the packet's group (verdict.p4's counters, the RED family's marker)
+    bit<32>         group_index;
 #endif
     aqm_params_t    aqm;
     aqm_record_h    rec;
+#ifdef P4AQM_WITH_TELEMETRY
     aqm_export_h    export;
     aqm_stamp_h     stamp;
+#endif
 }
 
 #endif

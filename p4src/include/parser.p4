@@ -97,7 +97,9 @@ parser PacketParser(packet_in packet,
 
 control PacketDeparser(packet_out packet, in headers_t hdr) {
     apply {
+#ifdef P4AQM_WITH_TELEMETRY
         packet.emit(hdr.telemetry);
+#endif
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);

@@ -8,7 +8,10 @@
 // the program carries only those algorithms and the parts they need. It defines:
 //   P4AQM_PKG_NAME, P4AQM_PKG_ALGORITHMS  the P4Info's pkg_info: name p4aqm-<profile>, and
 //                         the profile's algorithms as its description (main.p4)
-//   P4AQM_WITH_<PART>     each shared part the algorithms need (profiles.SHARED_PARTS)
+//   P4AQM_WITH_<PART>     each shared part the algorithms need (profiles.SHARED_PARTS);
+//                         P4AQM_WITH_DRAWS where one of them draws (profiles.DRAWS); and
+//                         each optional part the profile keeps (profiles.OPTIONAL_PARTS,
+//                         the seeded stream only with the draw; "+lean" keeps none)
 //   P4AQM_RECORD_<FIELD>  each field of the record only some algorithms write that theirs
 //                         do (aqm_types.p4: every field costs every AQM packet a write)
 //   P4AQM_ANY_ALGORITHM   unless the profile is "none", which forwards and counts only

@@ -11,31 +11,15 @@ CONTRACTS, and an algorithm without one fails here.
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
-from support.conformance import (PORT, RATE_PPS, Contract, check_against_model, check_draws_uniform,
-                         check_refused_without_writes, run_pattern)
+from support.conformance import (PORT, RATE_PPS, check_against_model, check_draws_uniform,
+                                 check_refused_without_writes, declared, module_of_tests,
+                                 run_pattern)
 from control_plane.algorithms import ALGORITHMS
 from control_plane.algorithms.base import Link
 from control_plane.aqm import PortConfig
 from support.testbeds import hosts_testbed, routed_switch
-
-
-def module_of_tests(action: str) -> str:
-    """The name of its test file's module (tests/algorithms/test_<module>.py)."""
-    return f"test_{ALGORITHMS[action].__module__.rsplit('.', 1)[-1]}"
-
-
-def declared(action: str) -> Contract | None:
-    """The algorithm's Contract, from CONTRACTS in its test file
-    (tests/algorithms/test_<module>.py)."""
-    try:
-        module = importlib.import_module(module_of_tests(action))
-    except ImportError:
-        return None
-    return getattr(module, "CONTRACTS", {}).get(action)
 
 
 def test_every_algorithm_declares_its_contract():

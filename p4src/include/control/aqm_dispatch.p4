@@ -3,7 +3,9 @@
 
 #include "../headers.p4"
 #include "prologue.p4"
+#ifdef P4AQM_ANY_ALGORITHM
 #include "verdict.p4"
+#endif
 
 // The port's AQM on one packet: the aqm_config table chooses its algorithm and runs only
 // that one, and the verdict carries out its decision. The table's action (one per
@@ -43,7 +45,9 @@ control AqmDispatch(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t std_meta) {
     Prologue() prologue;
+#ifdef P4AQM_ANY_ALGORITHM
     Verdict() verdict;
+#endif
     P4AQM_FOR_EACH_CONTROL(AQM_INSTANCE)
     P4AQM_FOR_EACH_AROUND(AQM_AROUND_INSTANCES)
 
@@ -64,8 +68,10 @@ control AqmDispatch(inout headers_t hdr,
         meta.rec.ecn_mode = ecn_mode;
         meta.rec.limit = limit;
         meta.rec.epoch_id = epoch_id;
+#ifdef P4AQM_WITH_SEEDED_PRNG
         meta.rec.seed = prng_seed;
         meta.rec.bmv2_random = (bit<2>)use_bmv2_random;
+#endif
 #ifdef P4AQM_WITH_MECN_LEVELS
         meta.rec.level_a = level_a;
 #endif
@@ -96,7 +102,7 @@ control AqmDispatch(inout headers_t hdr,
             // One branch per control, each ending in `else` (the last one's is the empty
             // block): DropTail runs none.
             P4AQM_FOR_EACH_CONTROL(AQM_BRANCH) {}
-            verdict.apply(meta.group_index, hdr, std_meta, meta.rec);
+            verdict.apply(meta, hdr, std_meta);
 #endif
         }
     }

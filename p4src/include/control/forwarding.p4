@@ -5,12 +5,15 @@
 
 // IPv4 LPM routing with MAC rewrite; exact L2 forwarding for everything that is not IPv4.
 // Nothing is flooded: a miss, an expired TTL, a malformed header or an IPv4 header that
-// fails RFC 1812's checks drops the packet and counts it by reason.
+// fails RFC 1812's checks drops the packet and counts it by reason (a profile without input
+// checks forwards what they would drop; one without reason counters does not count).
 control Forwarding(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t std_meta) {
 
+#ifdef P4AQM_WITH_REASON_COUNTERS
     counter<bit<32>>(INGRESS_DROP_REASONS, CounterType.packets) ingress_drops;
+#endif
     // Packets the ingress handed to each egress queue. Compared with the egress "seen"
     // counter it reveals BMv2's silent tail drops at a full queue.
     counter<port_t>(PORT_SLOTS, CounterType.packets_and_bytes) enqueued;
@@ -23,7 +26,9 @@ control Forwarding(inout headers_t hdr,
 
     action drop(bit<32> reason) {
         mark_to_drop(std_meta);
+#ifdef P4AQM_WITH_REASON_COUNTERS
         ingress_drops.count(reason);
+#endif
     }
 
     // Hands the packet to a port's queue: counted, and numbered (meta.arr_seq) in a profile
@@ -73,13 +78,17 @@ control Forwarding(inout headers_t hdr,
     }
 
     apply {
+#ifdef P4AQM_WITH_INPUT_CHECKS
         if (std_meta.parser_error != error.NoError
 #ifdef P4AQM_WITH_L4_PORTS
                 && meta.l3_parsed == 0
 #endif
                 ) {
             drop(DROP_MALFORMED);
-        } else if (hdr.ipv4.isValid()) {
+        } else
+#endif
+        if (hdr.ipv4.isValid()) {
+#ifdef P4AQM_WITH_INPUT_CHECKS
             // RFC 1812 5.2.2's input checks, then the TTL. Bytes beyond the total length
             // (Ethernet padding) are allowed; fewer are not.
             if (std_meta.checksum_error == 1) {
@@ -88,7 +97,9 @@ control Forwarding(inout headers_t hdr,
                 drop(DROP_LENGTH_BELOW_HEADER);
             } else if ((bit<32>)hdr.ipv4.total_len + ETHERNET_BYTES > std_meta.packet_length) {
                 drop(DROP_TRUNCATED);
-            } else if (hdr.ipv4.ttl <= 1) {
+            } else
+#endif
+            if (hdr.ipv4.ttl <= 1) {
                 drop(DROP_TTL_EXPIRED);
             } else {
                 ipv4_lpm.apply();

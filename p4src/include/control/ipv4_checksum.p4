@@ -13,8 +13,10 @@
 // drops it under its own reason (std_meta.checksum_error).
 control VerifyIpv4Checksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
+#ifdef P4AQM_WITH_INPUT_CHECKS
         verify_checksum(hdr.ipv4.isValid(), IPV4_HEADER_WORDS, hdr.ipv4.hdr_checksum,
                         HashAlgorithm.csum16);
+#endif
     }
 }
 

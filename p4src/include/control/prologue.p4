@@ -4,7 +4,7 @@
 #include "../headers.p4"
 
 // What every AQM packet does first: its codepoint on arrival, its port's epoch and packet
-// number, and one random draw. In one control so that they share two tables (p4c makes a
+// number (telemetry's), and one random draw. In one control so that they share two tables (p4c makes a
 // table of every stretch of straight-line code, and every table costs every packet).
 //
 // Registers cannot be written over P4Runtime, so a port's AQM state is reset by writing a
@@ -12,26 +12,36 @@
 // a clean state (algorithm state 0, PRNG reseeded, sequence numbers from 1). rec.fresh is
 // 0 on entry (the record is zeroed) and set for that packet.
 //
-// The draw is one uniform FRAC32 per packet. The default is a per-port xorshift32 stream
-// (Marsaglia 2003) seeded by the controller, so runs are reproducible and the golden model
-// can follow the switch draw by draw; BMv2's random() is the unseedable alternative.
+// The draw is one uniform FRAC32 per packet, in a profile with an algorithm that draws
+// (P4AQM_WITH_DRAWS). The default is a per-port xorshift32 stream (Marsaglia 2003) seeded
+// by the controller, so runs are reproducible and the golden model can follow the switch
+// draw by draw; BMv2's random() is the unseedable alternative, and the only one in a
+// profile without the seeded stream (P4AQM_WITH_SEEDED_PRNG).
 control Prologue(in port_t index,
                  in headers_t hdr,
                  inout aqm_record_h rec) {
 
     register<bit<16>, port_t>(PORT_SLOTS) epoch_reg;
+#ifdef P4AQM_WITH_TELEMETRY
     register<bit<32>, port_t>(PORT_SLOTS) pkt_seq_reg;
+#endif
+#ifdef P4AQM_WITH_SEEDED_PRNG
     register<bit<32>, port_t>(PORT_SLOTS) state_reg;    // the PRNG's
+#endif
 
     // A packet that is not IPv4 reads here what an earlier packet left in the header; it
     // is set right below (the record is Not-ECT but for IPv4).
     action load() {
         rec.ecn_in = (bit<8>)hdr.ipv4.ecn;
         epoch_reg.read(rec.epoch, index);
+#ifdef P4AQM_WITH_TELEMETRY
         pkt_seq_reg.read(rec.pkt_seq, index);
         rec.pkt_seq = rec.pkt_seq + 1;
         pkt_seq_reg.write(index, rec.pkt_seq);
+#endif
+#ifdef P4AQM_WITH_SEEDED_PRNG
         state_reg.read(rec.rnd, index);
+#endif
     }
 
     action not_ipv4() {
@@ -41,22 +51,28 @@ control Prologue(in port_t index,
     action restart() {
         rec.fresh = 1;
         rec.epoch = rec.epoch_id;
+#ifdef P4AQM_WITH_TELEMETRY
         rec.pkt_seq = 1;
+#endif
     }
 
     // An action of its own: in restart(), p4c would propagate the values' expressions into
     // the register calls (temporaries, defines.p4).
     action save_epoch() {
         epoch_reg.write(index, rec.epoch);
+#ifdef P4AQM_WITH_TELEMETRY
         pkt_seq_reg.write(index, rec.pkt_seq);
+#endif
     }
 
+#ifdef P4AQM_WITH_SEEDED_PRNG
     action xorshift() {
         rec.rnd = rec.rnd ^ (rec.rnd << 13);
         rec.rnd = rec.rnd ^ (rec.rnd >> 17);
         rec.rnd = rec.rnd ^ (rec.rnd << 5);
         state_reg.write(index, rec.rnd);
     }
+#endif
 
     apply {
         load();
@@ -67,6 +83,7 @@ control Prologue(in port_t index,
             restart();
             save_epoch();
         }
+#if defined(P4AQM_WITH_DRAWS) && defined(P4AQM_WITH_SEEDED_PRNG)
         if (rec.bmv2_random == 1) {
             random(rec.rnd, 0, FRAC32_ONE);
         } else {
@@ -79,6 +96,9 @@ control Prologue(in port_t index,
             }
             xorshift();
         }
+#elif defined(P4AQM_WITH_DRAWS)
+        random(rec.rnd, 0, FRAC32_ONE);
+#endif
     }
 }
 

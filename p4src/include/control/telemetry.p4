@@ -93,7 +93,9 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.telemetry.deq_timedelta = stamp.deq_timedelta;
         hdr.telemetry.egress_ts = stamp.egress_ts;
         hdr.telemetry.qdepth = stamp.qdepth;
+#ifdef P4AQM_WITH_DRAWS
         hdr.telemetry.rnd = rec.rnd;
+#endif
         hdr.telemetry.ip_id = stamp.ip_id;
         hdr.telemetry.region = rec.region;
         hdr.telemetry.outcome = rec.outcome;

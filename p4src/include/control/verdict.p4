@@ -12,12 +12,13 @@
 // without MECN only marks CE (profile.p4).
 // Drop counters are exclusive: prob_drops + forced_drops + overflow_drops is every drop;
 // notect_drops counts the subset that were Not-ECT packets an ECN mode would have marked.
-// A packet that passes (most of them) pays two conditions.
-control Verdict(inout bit<32> group_index,
-                inout headers_t hdr,
-                inout standard_metadata_t std_meta,
-                inout aqm_record_h rec) {
-
+// A packet that passes (most of them) pays two conditions. A profile without reason
+// counters (P4AQM_WITH_REASON_COUNTERS) decides and carries out the same, uncounted.
+#ifdef P4AQM_WITH_REASON_COUNTERS
+control OutcomeCounters(inout bit<32> group_index,
+                        in standard_metadata_t std_meta,
+                        in aqm_record_h rec,
+                        in bool ecn_marks) {
     counter<port_t>(PORT_SLOTS, CounterType.packets) prob_drops;
     counter<port_t>(PORT_SLOTS, CounterType.packets) forced_drops;
     counter<port_t>(PORT_SLOTS, CounterType.packets) overflow_drops;
@@ -41,55 +42,79 @@ control Verdict(inout bit<32> group_index,
     }
 
     apply {
-        if (rec.fire == 1 || rec.region == REGION_FORCED
-                || (bit<32>)std_meta.enq_qdepth >= rec.limit) {
-            bool forced = rec.region == REGION_FORCED;
-            bool ecn_marks = rec.ecn_mode == ECN_MODE_MARK_ALWAYS
-                             || (rec.ecn_mode == ECN_MODE_MARK && !forced);
-            if (rec.fire == 1 || forced) {
-                if (ecn_marks && rec.ecn_in != (bit<8>)ECN_NOT_ECT) {
-                    rec.outcome = OUTCOME_MARK;
+        group_of();
+        if (rec.outcome == OUTCOME_MARK) {
+            group_marks.count(group_index);
+#ifdef P4AQM_WITH_MECN_LEVELS
+            if (rec.region == REGION_A && rec.level_a != ECN_CE) {
+                marks_incipient.count(std_meta.egress_port);
+            } else
+#endif
+            {
+                marks_ce.count(std_meta.egress_port);
+            }
+        } else {
+            group_drops.count(group_index);
+            if (rec.outcome == OUTCOME_PROB_DROP) {
+                prob_drops.count(std_meta.egress_port);
+            } else if (rec.outcome == OUTCOME_FORCED_DROP) {
+                forced_drops.count(std_meta.egress_port);
+            } else {
+                overflow_drops.count(std_meta.egress_port);
+            }
+            if (ecn_marks && rec.ecn_in == (bit<8>)ECN_NOT_ECT
+                    && rec.outcome != OUTCOME_OVERFLOW_DROP) {
+                notect_drops.count(std_meta.egress_port);
+            }
+        }
+    }
+}
+#endif
+
+control Verdict(inout local_metadata_t meta,
+                inout headers_t hdr,
+                inout standard_metadata_t std_meta) {
+#ifdef P4AQM_WITH_REASON_COUNTERS
+    OutcomeCounters() outcome_counters;
+#endif
+
+    apply {
+        if (meta.rec.fire == 1 || meta.rec.region == REGION_FORCED
+                || (bit<32>)std_meta.enq_qdepth >= meta.rec.limit) {
+            bool forced = meta.rec.region == REGION_FORCED;
+            bool ecn_marks = meta.rec.ecn_mode == ECN_MODE_MARK_ALWAYS
+                             || (meta.rec.ecn_mode == ECN_MODE_MARK && !forced);
+            if (meta.rec.fire == 1 || forced) {
+                if (ecn_marks && meta.rec.ecn_in != (bit<8>)ECN_NOT_ECT) {
+                    meta.rec.outcome = OUTCOME_MARK;
                 } else if (forced) {
-                    rec.outcome = OUTCOME_FORCED_DROP;
+                    meta.rec.outcome = OUTCOME_FORCED_DROP;
                 } else {
-                    rec.outcome = OUTCOME_PROB_DROP;
+                    meta.rec.outcome = OUTCOME_PROB_DROP;
                 }
             }
-            if ((rec.outcome == OUTCOME_PASS || rec.outcome == OUTCOME_MARK)
-                    && (bit<32>)std_meta.enq_qdepth >= rec.limit) {
-                rec.outcome = OUTCOME_OVERFLOW_DROP;
+            if ((meta.rec.outcome == OUTCOME_PASS || meta.rec.outcome == OUTCOME_MARK)
+                    && (bit<32>)std_meta.enq_qdepth >= meta.rec.limit) {
+                meta.rec.outcome = OUTCOME_OVERFLOW_DROP;
             }
 
-            group_of();
-            if (rec.outcome == OUTCOME_MARK) {
-                group_marks.count(group_index);
+            if (meta.rec.outcome == OUTCOME_MARK) {
 #ifdef P4AQM_WITH_MECN_LEVELS
-                if (rec.region == REGION_A && rec.level_a != ECN_CE) {
-                    if (rec.ecn_in == (bit<8>)ECN_ECT0) {
-                        hdr.ipv4.ecn = rec.level_a;
+                if (meta.rec.region == REGION_A && meta.rec.level_a != ECN_CE) {
+                    if (meta.rec.ecn_in == (bit<8>)ECN_ECT0) {
+                        hdr.ipv4.ecn = meta.rec.level_a;
                     }
-                    marks_incipient.count(std_meta.egress_port);
                 } else
 #endif
                 {
                     hdr.ipv4.ecn = ECN_CE;
-                    marks_ce.count(std_meta.egress_port);
                 }
             } else {
                 mark_to_drop(std_meta);
-                group_drops.count(group_index);
-                if (rec.outcome == OUTCOME_PROB_DROP) {
-                    prob_drops.count(std_meta.egress_port);
-                } else if (rec.outcome == OUTCOME_FORCED_DROP) {
-                    forced_drops.count(std_meta.egress_port);
-                } else {
-                    overflow_drops.count(std_meta.egress_port);
-                }
-                if (ecn_marks && rec.ecn_in == (bit<8>)ECN_NOT_ECT
-                        && rec.outcome != OUTCOME_OVERFLOW_DROP) {
-                    notect_drops.count(std_meta.egress_port);
-                }
             }
+#ifdef P4AQM_WITH_REASON_COUNTERS
+            outcome_counters.apply(meta.group_index, std_meta, meta.rec, ecn_marks);
+#endif
         }
     }
 }
