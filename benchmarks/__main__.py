@@ -38,9 +38,9 @@ from benchmarks import capacity, control, dataplane, phase, profile, publish, tr
 from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import console, print_tables
 from benchmarks.suite import (Peer, algorithm_list, cases, compile_revision,
-                              count_instructions, cpu_time, head_to_head, load_peers,
-                              profile_cases, revision_source, runs_on, tracing_fallback,
-                              with_profiles)
+                              count_instructions, cpu_interleaved, cpu_time, head_to_head,
+                              load_peers, profile_cases, revision_source, runs_on,
+                              tracing_fallback, with_profiles)
 from control_plane import bmv2
 from tooling import toolchain
 from control_plane.program import Artifacts
@@ -108,6 +108,15 @@ def arguments() -> argparse.ArgumentParser:
                         help="also run each case on its algorithm's one-algorithm build "
                              "profile (case@profile); a list (red,codel,none) keeps only "
                              "those algorithms' cases")
+    parser.add_argument("--lean", action="store_true",
+                        help="also run each case on its profile's lean preset (case@profile"
+                             "+lean: no telemetry, seeded PRNG, reason counters or input "
+                             "checks, what the public P4 AQMs carry); implies --profiles")
+    parser.add_argument("--interleaved", metavar="ROUNDS", type=int,
+                        help="also measure each 64-byte case's CPU time per packet in ROUNDS "
+                             "(at least 5) interleaved rounds, one trial of every case each: "
+                             "the median, its spread and the capacity against the trivial "
+                             "program's, head to head with the peers too")
     parser.add_argument("--keep-work", action="store_true",
                         help="keep the work folder (the compiled programs, pcaps, callgrind "
                              "dumps, switch logs) when the run finishes; it is removed "
@@ -117,6 +126,10 @@ def arguments() -> argparse.ArgumentParser:
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -> int:
     chosen = None
+    if args.interleaved is not None and args.interleaved < 5:
+        parser.error(f"--interleaved {args.interleaved}: at least 5 rounds (a median of 5)")
+    if args.lean and args.profiles is None:
+        args.profiles = ALL
     if args.profiles is not None:
         try:
             chosen = algorithm_list(args.profiles)
@@ -125,7 +138,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
 
     def chosen_cases(quick: bool) -> list[Case]:
         listed = cases(quick, peers)
-        return listed if args.profiles is None else with_profiles(listed, chosen)
+        return listed if args.profiles is None else with_profiles(listed, chosen, args.lean)
     peers: dict[str, Peer] = {}
     # The profiles besides "all" the cases run on (a peer runs on its own program).
     profiles = sorted({c.profile for c in chosen_cases(args.quick)} - {ALL})
@@ -181,6 +194,10 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
         doc["dataplane"] = cpu_time(chosen_cases(args.quick), artifacts, work,
                                     doc["source_ceiling_pps"])
     quick = chosen_cases(True)
+    timed = None
+    if args.interleaved:
+        timed = cpu_interleaved(quick, artifacts, work / "interleaved", args.interleaved)
+        doc["interleaved"] = {"rounds": args.interleaved, "cases": timed}
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
         doc["instructions"] = count_instructions(quick, artifacts, work / "callgrind")
         if base:
@@ -188,7 +205,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
                      and (case.program == "trivial" or runs_on(case, base[case.build]))]
             doc["compare"] = {"revision": args.compare, "instructions": count_instructions(
                 known, {**artifacts, **base}, work / "callgrind-base")}
-        doc["head_to_head"] = head_to_head(doc["instructions"], peers)
+        doc["head_to_head"] = head_to_head(doc["instructions"], peers, timed)
     else:
         console.print("[yellow]valgrind not found: no instruction counts (apt-get install valgrind)")
     traced = Path(bmv2) if macros else tracing_fallback()

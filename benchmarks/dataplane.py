@@ -7,7 +7,9 @@ of three trials): capacity is its inverse, and its ratio to the trivial program'
 figure least disturbed by a noisy machine. (2) The highest loss-free rate: tcpreplay
 paces UDP frames into port 1, the tester counts what leaves the egress ports (interface
 counters); a rate passes when 99.9 % arrives; bisection between a passing and a failing
-rate. The source's own ceiling is measured into a bare veth.
+rate. The source's own ceiling is measured into a bare veth. With `--interleaved N`
+(suite.cpu_interleaved) the CPU time is instead N rounds of one trial of every case each,
+so that a change in the machine's load falls on every case alike.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,31 +155,41 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
+def cost_trial(bed: Testbed, case: Case, pcap: Path) -> float:
+    """One trial: the switch's CPU µs per packet forwarded at COST_PPS."""
+    tx, outs = bed.iface("h", 1), [bed.iface("h", p) for p in range(2, case.egress_ports + 2)]
+    before_cpu, before_rx = cpu_ns(bed.switch.pid), sum(
+        rx_packets(bed.tester_ns, i) for i in outs)
+    replay(bed.tester_ns, tx, pcap, COST_PPS, TRIAL_SECONDS * 2)
+    time.sleep(0.3)
+    got = sum(rx_packets(bed.tester_ns, i) for i in outs) - before_rx
+    return (cpu_ns(bed.switch.pid) - before_cpu) / max(1, got) / 1000
+
+
+@contextmanager
+def case_testbed(case: Case, artifacts: dict[str, Artifacts], workdir: Path) -> Iterator[Testbed]:
+    """The case's switch, programmed, with its flows sent once."""
+    with Testbed(workdir=workdir / case.name, ports=tuple(range(1, case.egress_ports + 2)),
+                 log_level="off", priority_queues=case.priority_queues) as bed:
+        run_interruptible(program_switch(bed, case, artifacts))
+        if case.flows > COST_PPS:
+            # Every flow once before measuring: per-flow state (the RTT tracker) is then
+            # as full as the flow count makes it, not only the trial's first flows.
+            replay(bed.tester_ns, bed.iface("h", 1), make_pcap(workdir, case), WARM_UP_PPS,
+                   case.flows / WARM_UP_PPS)
+            time.sleep(0.5)
+        yield bed
+
+
 def measure(case: Case, artifacts: dict[str, Artifacts], workdir: Path,
             ceiling: float) -> dict:
     """The switch's CPU time per forwarded packet at a steady, loss-free load (median of
     three), and the highest loss-free rate."""
-    ports = tuple(range(1, case.egress_ports + 2))
-    with Testbed(workdir=workdir / case.name, ports=ports, log_level="off",
-                 priority_queues=case.priority_queues) as bed:
-        run_interruptible(program_switch(bed, case, artifacts))
+    with case_testbed(case, artifacts, workdir) as bed:
         pcap = make_pcap(workdir, case)
         tx = bed.iface("h", 1)
-        outs = [bed.iface("h", p) for p in ports[1:]]
-
-        if case.flows > COST_PPS:
-            # Every flow once before measuring: per-flow state (the RTT tracker) is then
-            # as full as the flow count makes it, not only the trial's first flows.
-            replay(bed.tester_ns, tx, pcap, WARM_UP_PPS, case.flows / WARM_UP_PPS)
-            time.sleep(0.5)
-        costs = []
-        for _ in range(3):
-            before_cpu, before_rx = cpu_ns(bed.switch.pid), sum(
-                rx_packets(bed.tester_ns, i) for i in outs)
-            replay(bed.tester_ns, tx, pcap, COST_PPS, TRIAL_SECONDS * 2)
-            time.sleep(0.3)
-            got = sum(rx_packets(bed.tester_ns, i) for i in outs) - before_rx
-            costs.append((cpu_ns(bed.switch.pid) - before_cpu) / max(1, got) / 1000)
+        outs = [bed.iface("h", p) for p in range(2, case.egress_ports + 2)]
+        costs = [cost_trial(bed, case, pcap) for _ in range(3)]
         cost_us = sorted(costs)[1]
 
         def trial(pps: int) -> tuple[bool, float, float]:

@@ -28,7 +28,8 @@ COUNTED = ("instructions_per_packet", "ratio_to_trivial")
 BREAKDOWNS = ("parts_per_packet", "steps_per_packet")
 # ... of a case's CPU time (the data plane's trials), and of a peer against ours.
 TIMED = ("cpu_us_per_packet", "spread_percent", "ratio_to_trivial")
-MET = ("peer_instructions", "ours_all", "ours_profile", "profile_vs_peer")
+MET = ("peer_instructions", "ours_all", "ours_profile", "ours_lean", "profile_vs_peer",
+       "lean_vs_peer")
 NUMBER = (int, float)
 
 
@@ -63,9 +64,16 @@ def timed(i: int, r: dict) -> dict:
 def met(i: int, r: dict) -> dict:
     """A peer against ours running its algorithm (None where the run did not count one)."""
     where = f"head_to_head[{i}]."
-    return {"algorithm": field(r, "algorithm", str, where), "peer": field(r, "peer", str, where),
-            **{key: None if r.get(key) is None else field(r, key, NUMBER, where)
-               for key in MET}}
+    out = {"algorithm": field(r, "algorithm", str, where), "peer": field(r, "peer", str, where),
+           **{key: None if r.get(key) is None else field(r, key, NUMBER, where)
+              for key in MET}}
+    if r.get("capacity_vs_trivial") is not None:   # a run with --interleaved
+        capacity = field(r, "capacity_vs_trivial", dict, where)
+        out["capacity_vs_trivial"] = {
+            build: None if capacity.get(build) is None
+            else field(capacity, build, NUMBER, where + "capacity_vs_trivial.")
+            for build in ("peer", "all", "profile", "lean")}
+    return out
 
 
 def instructions(doc: dict, key: str, breakdowns: bool) -> dict:
@@ -185,12 +193,20 @@ def breakdown_rows(doc: dict, key: str) -> list[dict]:
 
 
 def head_to_head_rows(doc: dict) -> list[dict]:
-    ratio = "profile / peer"
+    def ratio(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+    rows = doc.get("head_to_head", [])
+    lean = any(r.get("ours_lean") is not None for r in rows)   # a run with --lean
     return [{"algorithm": r["algorithm"], "peer": r["peer"], 'ours, "all"': count(r["ours_all"]),
              "ours, its profile": count(r["ours_profile"]),
+             **({"ours, lean": count(r.get("ours_lean"))} if lean else {}),
              "the peer": count(r["peer_instructions"]),
-             ratio: "-" if r["profile_vs_peer"] is None else f"{r['profile_vs_peer']:.2f}"}
-            for r in doc.get("head_to_head", [])]
+             "profile / peer": ratio(r["profile_vs_peer"]),
+             **({"lean / peer": ratio(r.get("lean_vs_peer"))} if lean else {}),
+             **({f"capacity vs trivial: {build}": ratio(r["capacity_vs_trivial"][build])
+                 for build in ("peer", "all", "profile", "lean")}
+                if r.get("capacity_vs_trivial") else {})}
+            for r in rows]
 
 
 def cpu_rows(doc: dict) -> list[dict]:

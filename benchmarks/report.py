@@ -80,16 +80,19 @@ def print_head_to_head(doc: dict) -> None:
     if not rows:
         return
     table = Table(title="Head to head: the same algorithm, instructions per packet (64 B)")
-    for column in ("algorithm", "peer", "ours, all", "ours, profile", "peer's",
-                   "profile vs peer"):
+    for column in ("algorithm", "peer", "ours, all", "ours, profile", "ours, lean", "peer's",
+                   "profile vs peer", "lean vs peer"):
         table.add_column(column, justify="right")
 
     def shown(value: float | None) -> str:
         return "-" if value is None else f"{value:.0f}"
+
+    def ratio(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
     for r in rows:
-        ratio = r["profile_vs_peer"]
         table.add_row(r["algorithm"], r["peer"], shown(r["ours_all"]), shown(r["ours_profile"]),
-                      shown(r["peer_instructions"]), "-" if ratio is None else f"{ratio:.2f}")
+                      shown(r.get("ours_lean")), shown(r["peer_instructions"]),
+                      ratio(r["profile_vs_peer"]), ratio(r.get("lean_vs_peer")))
     console.print(table)
 
 

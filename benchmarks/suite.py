@@ -6,6 +6,7 @@ builds, and the runs that count instructions, CPU time and where they go
 from __future__ import annotations
 
 import re
+import statistics
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,7 +18,7 @@ from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import GOAL, console
 from control_plane.algorithms import ALGORITHMS
 from control_plane.algorithms.base import Aqm, Link
-from control_plane.profiles import ALL, NO_AQM, Profile
+from control_plane.profiles import ALL, LEAN, NO_AQM, Profile
 from control_plane.program import Artifacts
 from tooling import toolchain
 from tooling.build import REPO, takes_profiles
@@ -84,9 +85,11 @@ def algorithm_of(case: Case) -> str:
     return case.aqm.action if case.aqm is not None else NO_AQM
 
 
-def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None) -> list[Case]:
+def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None,
+                  lean: bool = False) -> list[Case]:
     """Each p4aqm case, followed by the same case on its algorithm's one-algorithm profile
-    (named case@profile); with `chosen`, only the p4aqm cases of those algorithms (none:
+    (named case@profile) and, with `lean`, on that profile's lean preset
+    (case@profile+lean); with `chosen`, only the p4aqm cases of those algorithms (none:
     without AQM), and every other program's."""
     out = []
     for case in all_cases:
@@ -96,6 +99,10 @@ def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None) -> list[
         algorithm = algorithm_of(case)
         if chosen is None or algorithm in chosen:
             out += [case, replace(case, name=f"{case.name}@{algorithm}", profile=algorithm)]
+            if lean:
+                lean_profile = Profile.parse(f"{algorithm}+{LEAN}").name
+                out.append(replace(case, name=f"{case.name}@{lean_profile}",
+                                   profile=lean_profile))
     return out
 
 
@@ -138,24 +145,34 @@ def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, Peer]
     """Each peer's runtime commands and algorithm, by name; every peer must be compiled
     (JSON, P4Info), and its artifacts go into `artifacts`."""
     peers = {}
+    # Results are kept by case name (NAME-64B): a peer named as one of ours would overwrite it.
+    ours = {"trivial", "p4aqm"} | {c.name.rsplit("-", 1)[0] for c in cases(True)}
     for commands in sorted(folder.glob("*.commands")):
         name = commands.stem
+        if name in ours:
+            raise SystemExit(f"--peers {folder}: {name} is the name of one of our own cases; "
+                             f"rename {commands.name} and its program (e.g. p4{name})")
         artifacts[name] = Artifacts.in_folder(folder, name)
-        if name in ("trivial", "p4aqm") or not artifacts[name].exist():
+        if not artifacts[name].exist():
             raise SystemExit(f"--peers {folder}: {name} needs {name}.json, {name}.p4info.txtpb "
-                             f"and {name}.p4info.bin beside {commands.name} (and another name "
-                             "than trivial or p4aqm)")
+                             f"and {name}.p4info.bin beside {commands.name}")
         peers[name] = peer_of(commands.read_text(), str(commands))
     if not peers:
         raise SystemExit(f"--peers {folder}: no NAME.commands there")
     return peers
 
 
-def head_to_head(counted: dict[str, dict], peers: dict[str, Peer]) -> list[dict]:
-    """Each peer that names an algorithm against ours running it, on "all" and on its
-    one-algorithm profile (None where the run did not count that case), at 64 B."""
+def head_to_head(counted: dict[str, dict], peers: dict[str, Peer],
+                 timed: dict[str, dict] | None = None) -> list[dict]:
+    """Each peer that names an algorithm against ours running it, on "all", on its
+    one-algorithm profile and on that profile's lean preset (None where the run did not
+    count that case), at 64 B; with `timed` (cpu_interleaved's), each one's capacity
+    against the trivial program's too."""
     def count(case: str) -> float | None:
         return counted[case]["instructions_per_packet"] if case in counted else None
+
+    def capacity(case: str) -> float | None:
+        return timed[case]["ratio_to_trivial"] if timed and case in timed else None
     rows = []
     for name, peer in peers.items():
         if peer.algorithm is None:
@@ -163,10 +180,19 @@ def head_to_head(counted: dict[str, dict], peers: dict[str, Peer]) -> list[dict]
         theirs = count(f"{name}-64B")
         ours_all = count(f"{peer.algorithm}-64B")
         ours_profile = count(f"{peer.algorithm}-64B@{peer.algorithm}")
+        ours_lean = count(f"{peer.algorithm}-64B@{peer.algorithm}+{LEAN}")
         rows.append({"algorithm": peer.algorithm, "peer": name, "peer_instructions": theirs,
                      "ours_all": ours_all, "ours_profile": ours_profile,
+                     "ours_lean": ours_lean,
                      "profile_vs_peer": ours_profile / theirs if ours_profile and theirs
-                     else None})
+                     else None,
+                     "lean_vs_peer": ours_lean / theirs if ours_lean and theirs else None})
+        if timed:
+            rows[-1]["capacity_vs_trivial"] = {
+                "peer": capacity(f"{name}-64B"),
+                "all": capacity(f"{peer.algorithm}-64B"),
+                "profile": capacity(f"{peer.algorithm}-64B@{peer.algorithm}"),
+                "lean": capacity(f"{peer.algorithm}-64B@{peer.algorithm}+{LEAN}")}
     return rows
 
 
@@ -228,6 +254,34 @@ def cpu_time(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
         r["loss_free_ratio_to_trivial"] = r["pps"] / base["pps"] if base["pps"] else None
         r["goal_met"] = r["ratio_to_trivial"] >= GOAL
     return results
+
+
+def cpu_interleaved(all_cases: list[Case], artifacts: dict[str, Artifacts], work: Path,
+                    rounds: int) -> dict[str, dict]:
+    """CPU µs per packet of each case in `rounds` rounds, each round one trial of every
+    case (its switch started, programmed and stopped for it) in an order rotated by one
+    case each round: the median, the trials and their spread (half their range against
+    the median), and the capacity against the trivial program's (its median over the
+    case's)."""
+    trials: dict[str, list[float]] = {case.name: [] for case in all_cases}
+    for n in range(rounds):
+        order = all_cases[n % len(all_cases):] + all_cases[:n % len(all_cases)]
+        for case in order:
+            phase(f"interleaved CPU, round {n + 1} of {rounds}: {case.name}")
+            with dataplane.case_testbed(case, artifacts, work / f"round{n}") as bed:
+                trials[case.name].append(dataplane.cost_trial(
+                    bed, case, dataplane.make_pcap(work, case)))
+    out = {}
+    for name, costs in trials.items():
+        median = statistics.median(costs)
+        out[name] = {"cpu_us_per_packet": median, "trials": costs,
+                     "spread_percent": 50 * (max(costs) - min(costs)) / median}
+    base = out["trivial-64B"]["cpu_us_per_packet"]
+    for name, r in out.items():
+        r["ratio_to_trivial"] = base / r["cpu_us_per_packet"]
+        console.print(f"{name:28s} {r['cpu_us_per_packet']:6.1f} µs/packet "
+                      f"±{r['spread_percent']:.0f} %, {r['ratio_to_trivial']:.2f} of trivial")
+    return out
 
 
 def programmer(case: Case, artifacts: dict[str, Artifacts]):

@@ -82,11 +82,16 @@ def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
     assert {c.profile for c in every if c.name.startswith("dualpi2-l4s")} == {"all", "dualpi2"}
     with pytest.raises(ConfigError, match="unknown algorithm 'codle'"):
         algorithm_list("red,codle")
+    lean = with_profiles(cases(True), algorithm_list("codel"), lean=True)
+    assert [(c.name, c.build) for c in lean if c.program == "p4aqm"] == [
+        ("codel-64B", "p4aqm"), ("codel-64B@codel", "p4aqm@codel"),
+        ("codel-64B@codel+lean", "p4aqm@codel+lean")]
 
 
 def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
-    """A peer's `# algorithm: codel` line sets it against our CoDel on "all" and on the
-    codel profile; a peer without one is only measured, and a name we lack is refused."""
+    """A peer's `# algorithm: codel` line sets it against our CoDel on "all", on the
+    codel profile and on its lean preset; a peer without one is only measured, and a name
+    we lack is refused."""
     from benchmarks.suite import Peer, head_to_head, peer_of
     peer = peer_of("# P4-CoDel\n# algorithm: codel\ntable_add t a 1 => 2  // the route\n\n",
                    "p4codel.commands")
@@ -95,11 +100,23 @@ def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
     with pytest.raises(SystemExit, match="x.commands: unknown algorithm 'codle'"):
         peer_of("# algorithm: codle\n", "x.commands")
     counted = {"p4codel-64B": 100.0, "codel-64B": 200.0, "codel-64B@codel": 150.0,
-               "other-64B": 1.0}
+               "codel-64B@codel+lean": 90.0, "other-64B": 1.0}
     rows = head_to_head({k: {"instructions_per_packet": v} for k, v in counted.items()},
                         {"p4codel": peer, "other": Peer(("x",))})
     assert rows == [{"algorithm": "codel", "peer": "p4codel", "peer_instructions": 100.0,
-                     "ours_all": 200.0, "ours_profile": 150.0, "profile_vs_peer": 1.5}]
+                     "ours_all": 200.0, "ours_profile": 150.0, "ours_lean": 90.0,
+                     "profile_vs_peer": 1.5, "lean_vs_peer": 0.9}]
+
+
+@pytest.mark.parametrize("name", ["codel", "no_aqm", "aecn-tcp", "trivial", "p4aqm"])
+def test_a_peer_named_as_one_of_our_cases_is_refused(tmp_path, name):
+    """Results are kept by case name: a peer named `codel` would overwrite our CoDel's."""
+    from benchmarks.suite import load_peers
+    for suffix in (".json", ".p4info.txtpb", ".p4info.bin"):
+        (tmp_path / f"{name}{suffix}").write_text("{}")
+    (tmp_path / f"{name}.commands").write_text("table_add t a 1 => 2\n")
+    with pytest.raises(SystemExit, match=f"{name} is the name of one of our own cases"):
+        load_peers(tmp_path, {})
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -151,3 +168,32 @@ def test_compare_refuses_profiles_a_revision_cannot_build_in_one_line(revision, 
         "--profiles"]
     assert not (tmp_path / "out").exists()
     assert revision_source(revision, tmp_path / "source", [ALL]).is_file()
+
+
+def test_interleaved_rounds_rotate_the_cases_and_keep_each_ones_median_and_spread(
+        monkeypatch, tmp_path):
+    """--interleaved: every round runs every case once, starting one case later each round;
+    each case's figure is the median of its trials, its spread half their range against the
+    median, its capacity the trivial program's median over its own."""
+    from contextlib import nullcontext
+
+    from benchmarks import dataplane, suite
+    from benchmarks.dataplane import Case
+    listed = [Case("trivial-64B", "trivial"), Case("codel-64B", "p4aqm"),
+              Case("p4codel-64B", "p4codel")]
+    costs = {"trivial-64B": iter([10.0, 12.0, 11.0, 10.0, 30.0]),
+             "codel-64B": iter([40.0, 44.0, 42.0, 41.0, 43.0]),
+             "p4codel-64B": iter([20.0, 21.0, 22.0, 20.0, 22.0])}
+    ran = []
+    monkeypatch.setattr(dataplane, "case_testbed", lambda case, *_: nullcontext(case))
+    monkeypatch.setattr(dataplane, "make_pcap", lambda *_: tmp_path)
+    monkeypatch.setattr(dataplane, "cost_trial",
+                        lambda case, *_: ran.append(case.name) or next(costs[case.name]))
+    out = suite.cpu_interleaved(listed, {}, tmp_path, 5)
+    names = [c.name for c in listed]
+    assert ran == [*names, *names[1:], names[0], names[2], *names[:2], *names,
+                   *names[1:], names[0]]
+    assert out["trivial-64B"]["cpu_us_per_packet"] == 11.0
+    assert out["codel-64B"]["cpu_us_per_packet"] == 42.0
+    assert out["codel-64B"]["spread_percent"] == pytest.approx(50 * 4 / 42)
+    assert out["p4codel-64B"]["ratio_to_trivial"] == pytest.approx(11 / 21)
