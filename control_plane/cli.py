@@ -227,6 +227,7 @@ def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
         params = " ".join(f"{k}={shown(v)}" for k, v in info["params"].items())
         c, t, loop = info["counters"], info["telemetry"], info["loop"]
         counted = c is not None
+        by_reason = counted and c["marks_ce"] is not None   # None: the program counts none
         table.add_row(
             str(port), info["algorithm"], params, info["ect1"],
             f"{loop['kind']} {loop['interval']}s" if loop else "-",
@@ -234,8 +235,8 @@ def ports_table(state: dict, only: tuple[int, ...] = ()) -> Table:
             "?" if info["enqueued"] is None else str(info["enqueued"]),
             f"{c['seen_packets']}" if counted else "-",
             "-" if info["lost_in_queue"] is None else str(info["lost_in_queue"]),
-            f"{c['marks_incipient']}/{c['marks_ce']}" if counted else "-",
-            f"{c['prob_drops']}/{c['forced_drops']}/{c['overflow_drops']}" if counted else "-",
+            f"{c['marks_incipient']}/{c['marks_ce']}" if by_reason else "-",
+            f"{c['prob_drops']}/{c['forced_drops']}/{c['overflow_drops']}" if by_reason else "-",
             average(t),
             f"{t['qdepth']}" if t else "-",
             live_state(t))
@@ -416,9 +417,10 @@ def rates_table(state: dict, previous: dict | None, elapsed: float) -> Table:
         if c and before and elapsed > 0:
             marks = lambda x: x["marks_incipient"] + x["marks_ce"]  # noqa: E731
             drops = lambda x: x["prob_drops"] + x["forced_drops"] + x["overflow_drops"]  # noqa
-            rates = [f"{(c['seen_packets'] - before['seen_packets']) / elapsed:.0f}",
-                     f"{(marks(c) - marks(before)) / elapsed:.1f}",
-                     f"{(drops(c) - drops(before)) / elapsed:.1f}"]
+            rates = [f"{(c['seen_packets'] - before['seen_packets']) / elapsed:.0f}", "-", "-"]
+            if c["marks_ce"] is not None:       # None: the program counts no marks or drops
+                rates[1:] = [f"{(marks(c) - marks(before)) / elapsed:.1f}",
+                             f"{(drops(c) - drops(before)) / elapsed:.1f}"]
         table.add_row(str(port), info["algorithm"], average(t), f"{t['qdepth']}" if t else "-",
                       f"{pmax:.4f}" if pmax is not None else "-", live_state(t), *rates,
                       info["loop"]["kind"] if info["loop"] else "-")

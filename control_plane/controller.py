@@ -37,6 +37,7 @@ from control_plane.program import Artifacts
 from control_plane.forwarding import Route
 from control_plane.golden import PortCounters
 from control_plane.state import Holder, StateError, StateFile
+from control_plane.profiles import NO_AQM, REASON_COUNTERS, TELEMETRY
 from control_plane.switch import ADOPTED, PUSHED, RECONNECT_PAUSE, AqmSwitch, Fatal
 from tooling.toolchain import ToolMissing
 from control_plane.telemetry import TelemetryRecord
@@ -256,7 +257,7 @@ class Controller:
         self.l2 = l2_table(self.l2.items(), self.ports)
         for port, view in self.ports.items():
             try:
-                self.switch.profile.check(view.config.aqm.action)
+                self._check_program(view.config, view.loop)
             except ConfigError as err:
                 raise ConfigError(f"port {port}: {err}") from None
         # What the configuration gives each port and the L2 table, for the state file.
@@ -359,8 +360,8 @@ class Controller:
                     config = change(PortConfig(port=port, aqm=DropTail(),
                                                link_pps=view.config.link_pps),
                                     held["algorithm"], dict(held["values"]))
-                    self.switch.profile.check(config.aqm.action)
                     loop = LoopSpec(**held["loop"]) if held["loop"] else None
+                    self._check_program(config, loop)
                     if loop:
                         loop.check(config)
                 except (ConfigError, TypeError, KeyError, AttributeError) as err:
@@ -547,6 +548,14 @@ class Controller:
             raise ConfigError(f"unknown port {port}: this switch has ports {sorted(self.ports)}")
         return self.ports[port]
 
+    def _check_program(self, config: PortConfig, loop: LoopSpec | None) -> None:
+        """Refuse what the switch's program lacks, before anything is written or kept: the
+        port's algorithm, and the telemetry its loop or its telemetry_interval reads."""
+        self.switch.profile.check(config.aqm.action)
+        if loop or config.telemetry_interval is not None and config.aqm.action != NO_AQM:
+            user = f"{loop.kind} loop" if loop else "telemetry_interval"
+            self.switch.profile.check_kept(TELEMETRY, f"port {config.port}'s {user}")
+
     @staticmethod
     def _with_loop_telemetry(config: PortConfig, loop: LoopSpec | None) -> PortConfig:
         """A port with a loop exports telemetry even if its configuration has none."""
@@ -595,7 +604,7 @@ class Controller:
     async def _write(self, view: PortView, new: PortConfig, reset: bool) -> str:
         """A port's new configuration on the switch, then kept; the caller holds the lock.
         Returns what was done to the queue, for the change log."""
-        self.switch.profile.check(new.aqm.action)
+        self._check_program(new, view.loop)
         if view.loop:
             try:
                 view.loop.check(new)
@@ -690,6 +699,7 @@ class Controller:
             view = self.view(port)
             if spec is not None:
                 spec.check(view.config)
+                self._check_program(view.config, spec)
             old = view.loop
             await self._set_loop_telemetry(view, spec)
             view.loop = spec
@@ -806,6 +816,15 @@ class Controller:
                       if type(view.config.aqm).group_names else None)
             view.group_counters = groups or None    # None: a profile without them too
 
+    def _counted(self, counters: PortCounters | None) -> dict | None:
+        """A port's counters as the CLI shows them: None for those the program lacks (a
+        profile without reason counters counts only what it sees)."""
+        if counters is None:
+            return None
+        by_reason = REASON_COUNTERS in self.switch.profile.parts
+        return {name: value if by_reason or name.startswith("seen") else None
+                for name, value in vars(counters).items()}
+
     def snapshot(self) -> dict:
         """The state the CLI shows, as JSON-ready data in physical units."""
         now = time.monotonic()
@@ -824,7 +843,7 @@ class Controller:
                 "queues": None if self.queues is None else [vars(q) for q in view.queues()],
                 "enqueued": view.enqueued,
                 "lost_in_queue": view.lost_in_queue(),
-                "counters": vars(view.counters) if view.counters else None,
+                "counters": self._counted(view.counters),
                 "groups": None if view.group_counters is None else {
                     "names": list(type(cfg.aqm).group_names), **view.group_counters},
                 "ect1": type(cfg.aqm).ect1,

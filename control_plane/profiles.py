@@ -142,11 +142,14 @@ class Profile:
     def of(cls, algorithms, without=()) -> "Profile":
         chosen, left_out = set(algorithms), set(without)
         ordered = tuple(a for a in ALGORITHMS if a in chosen)
-        omitted = tuple(p for p in OPTIONAL_PARTS if p in left_out)
+        # Leaving out a part the program would not have changes nothing, nor its name.
+        draws = any(ALGORITHMS[a].draws for a in ordered)
+        applicable = tuple(p for p in OPTIONAL_PARTS if p != SEEDED_PRNG or draws)
+        omitted = tuple(p for p in applicable if p in left_out)
         if chosen == set(ALGORITHMS) and not omitted:
             return ALL_PROFILE
         name = ALL if chosen == set(ALGORITHMS) else "-".join(ordered) or NO_AQM
-        if omitted == tuple(OPTIONAL_PARTS):
+        if omitted and omitted == applicable:
             name += f"+{LEAN}"
         else:
             name += "".join(f"+{_option(p)}" for p in omitted)
@@ -201,7 +204,7 @@ class Profile:
         shared = [p for p in SHARED_PARTS if p in needed]
         draws = [DRAWS] if any(ALGORITHMS[a].draws for a in self.algorithms) else []
         kept = [p for p in OPTIONAL_PARTS if p not in self.without
-                and (p != SEEDED_PRNG or draws)]
+                and (p != SEEDED_PRNG or draws)]     # the seed is the draw's
         return (*shared, *draws, *kept)
 
     def folder(self, root: Path) -> Path:

@@ -34,15 +34,23 @@ WATCHED = "+no-seeded-prng+no-reason-counters+no-input-checks"
 WITH_PEERS = ("codel", "pie", "pi2", "red_ecn")
 
 
+# What a program of algorithms that never draw can leave out: it has no seeded stream.
+NO_DRAW_PARTS = tuple(p for p in OPTIONAL_PARTS if p != SEEDED_PRNG)
+
+
 @pytest.mark.parametrize("text, name, without", [
-    ("codel+lean", "codel+lean", tuple(OPTIONAL_PARTS)),
+    ("red+lean", "red+lean", tuple(OPTIONAL_PARTS)),
+    ("codel+lean", "codel+lean", NO_DRAW_PARTS),
     ("red,pie+no-telemetry", "red-pie+no-telemetry", ("TELEMETRY",)),
     ("all+no-input-checks+no-telemetry", "all+no-telemetry+no-input-checks",
      ("TELEMETRY", "INPUT_CHECKS")),
-    ("codel+no-telemetry+no-seeded-prng+no-reason-counters+no-input-checks", "codel+lean",
+    ("pie+no-telemetry+no-seeded-prng+no-reason-counters+no-input-checks", "pie+lean",
      tuple(OPTIONAL_PARTS)),
-    ("none+lean", "none+lean", tuple(OPTIONAL_PARTS)),
-], ids=["lean", "one-part", "reordered", "every-part-is-lean", "no-aqm"])
+    ("codel+no-seeded-prng", "codel", ()),
+    ("codel+no-telemetry+no-reason-counters+no-input-checks", "codel+lean", NO_DRAW_PARTS),
+    ("none+lean", "none+lean", NO_DRAW_PARTS),
+], ids=["lean", "lean-without-draws", "one-part", "reordered", "every-part-is-lean",
+        "a-part-it-does-not-have", "every-part-it-has-is-lean", "no-aqm"])
 def test_a_profile_name_says_what_it_leaves_out(text, name, without):
     profile = Profile.parse(text)
     assert (profile.name, profile.without) == (name, without)
@@ -75,9 +83,8 @@ def test_telemetry_on_a_program_without_it_is_refused_naming_the_build_that_keep
         Profile.parse("codel+lean").check_kept(TELEMETRY, "port 2's telemetry")
     assert str(refused.value) == (
         "port 2's telemetry needs the program's telemetry, which profile codel+lean leaves "
-        "out; make build ALGORITHMS=codel+no-seeded-prng+no-reason-counters+no-input-checks "
-        "(into build/profiles/codel+no-seeded-prng+no-reason-counters+no-input-checks/) "
-        "builds one with it")
+        "out; make build ALGORITHMS=codel+no-reason-counters+no-input-checks "
+        "(into build/profiles/codel+no-reason-counters+no-input-checks/) builds one with it")
     Profile.parse("codel").check_kept(TELEMETRY, "port 2's telemetry")
 
 
@@ -215,3 +222,61 @@ async def test_the_lean_program_forwards_signals_and_skips_the_input_checks(swit
     assert counters.seen_packets == await switch.read_enqueued(PORT) > 0
     assert (counters.prob_drops, counters.marks_ce) == (0, 0)
     assert await switch.read_ingress_drops() == {}
+
+
+@pytest.mark.parametrize("loop, interval, user", [
+    (True, None, "ared loop"), (False, 0.01, "telemetry_interval")],
+    ids=["a-loop", "a-telemetry-interval"])
+async def test_a_controller_refuses_what_reads_telemetry_on_a_program_without_it(
+        tmp_path, loop, interval, user):
+    """Before it connects (else it would retry its refused reconciliation for ever): the
+    configuration's loop or telemetry interval on a lean program is refused in one line;
+    the same configuration on a program with telemetry starts."""
+    from control_plane.aqm import Red
+    from control_plane.controller import Controller, LoopSpec, PortView
+    from support.programs import stub_build
+    view = PortView(PortConfig(port=2, aqm=Red(), link_pps=100.0, telemetry_interval=interval),
+                    loop=LoopSpec("ared") if loop else None)
+    with pytest.raises(ConfigError) as refused:
+        Controller("127.0.0.1:1", stub_build(tmp_path / "lean", ("red",), f"red+{LEAN}"),
+                   {2: view}, [])
+    assert str(refused.value) == (
+        f"port 2: port 2's {user} needs the program's telemetry, which profile red+lean "
+        "leaves out; make build ALGORITHMS=red+no-seeded-prng+no-reason-counters+"
+        "no-input-checks (into build/profiles/red+no-seeded-prng+no-reason-counters+"
+        "no-input-checks/) builds one with it")
+    ctl = Controller("127.0.0.1:1", stub_build(tmp_path / "full"), {2: view}, [])
+    await ctl.stop()
+
+
+def test_aqmctl_shows_a_dash_for_the_counters_a_program_lacks():
+    """`aqmctl show` and `watch` on a program without reason counters: what the port saw
+    and its packets per second, and "-" for marks and drops (not a 0 while it drops)."""
+    from rich.console import Console
+
+    from control_plane.cli import ports_table, rates_table
+    from control_plane.golden import PortCounters
+
+    def state(seen: int, counted: dict) -> dict:
+        counters = {name: value if name.startswith("seen") else counted.get(name)
+                    for name, value in vars(PortCounters(seen_packets=seen,
+                                                         seen_bytes=64 * seen)).items()}
+        return {"address": "127.0.0.1:9559", "connected": True, "device_id": 1,
+                "role": "primary", "election_id": 1, "ports": {"2": {
+                    "algorithm": "codel", "params": {}, "ect1": "ECN-capable", "loop": None,
+                    "queues": None, "enqueued": seen, "lost_in_queue": 0,
+                    "counters": counters, "telemetry": None}}}
+
+    def shown(table) -> str:
+        console = Console(width=250, record=True)
+        console.print(table)
+        return console.export_text()
+    lean = shown(ports_table(state(1200, {})))
+    row = next(line for line in lean.splitlines() if " codel " in line)
+    assert "1200" in row and "0/0" not in row and row.count(" - ") >= 2
+    rates = shown(rates_table(state(1200, {}), state(200, {}), 2.0))
+    assert "500" in rates and " 0.0 " not in rates
+    counted = {"marks_ce": 30, "marks_incipient": 0, "prob_drops": 4, "forced_drops": 0,
+               "overflow_drops": 0, "notect_drops": 0}
+    full = shown(ports_table(state(1200, counted)))
+    assert "0/30" in full and "4/0/0" in full
