@@ -197,7 +197,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
     timed = None
     if args.interleaved:
         timed = cpu_interleaved(quick, artifacts, work / "interleaved", args.interleaved)
-        doc["interleaved"] = {"rounds": args.interleaved, "cases": timed}
+        doc["interleaved"] = {"rounds": args.interleaved, "packets_per_s": dataplane.COST_PPS,
+                              "cases": timed}
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
         doc["instructions"] = count_instructions(quick, artifacts, work / "callgrind")
         if base:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,33 @@ def met(i: int, r: dict) -> dict:
     return out
 
 
+def capacity_search(i: int, r: dict) -> dict:
+    """One capacity search: the highest rate kept, the first that failed and what limited
+    it there (its step's CPU use: the switch's, the delay lines', the machine's)."""
+    where = f"capacity.results[{i}]."
+    out = {"program": field(r, "program", str, where),
+           "packet_bytes": field(r, "packet_bytes", int, where),
+           "path": field(r, "path", str, where), "flows": field(r, "flows", int, where),
+           "capacity_mbps": None if r.get("capacity_mbps") is None
+           else field(r, "capacity_mbps", NUMBER, where),
+           "failing_mbps": None if r.get("failing_mbps") is None
+           else field(r, "failing_mbps", NUMBER, where),
+           "limit": r.get("limit") if isinstance(r.get("limit"), str) else None}
+    failed = [s for s in field(r, "steps", list, where)
+              if isinstance(s, dict) and s.get("mbps") == out["failing_mbps"]]
+    if failed:
+        usage = field(failed[0], "usage", dict, where + "steps[].")
+        out["at_failure"] = {
+            "switch_cores": field(usage["switch"], "cores", NUMBER, where + "usage.switch."),
+            # The busiest delay line, as the benchmark's console and page give it.
+            "delay_line_cores": max((field(u, "cores", NUMBER, where + "usage.")
+                                     for name, u in usage.items()
+                                     if name.startswith("delay line")), default=0.0),
+            "machine_busy": field(failed[0], "machine_busy", NUMBER, where + "steps[]."),
+            "load": field(failed[0], "load", NUMBER, where + "steps[].")}
+    return out
+
+
 def instructions(doc: dict, key: str, breakdowns: bool) -> dict:
     counted = field(doc, key, dict)
     if not counted:
@@ -93,9 +121,16 @@ def summary(doc: dict, source: str, name: str) -> dict:
     out = {"name": name, "from": source,
            "machine": {k: v for k, v in machine.items() if k != "host"},
            "versions": {k: v for k, v in versions.items() if k != "machine"},
-           "bmv2": field(doc, "bmv2", dict), "method": field(doc, "method", dict),
-           "elapsed_s": round(field(doc, "elapsed_s", (int, float))),
-           "instructions": instructions(doc, "instructions", True)}
+           "bmv2": field(doc, "bmv2", dict),
+           "elapsed_s": round(field(doc, "elapsed_s", (int, float)))}
+    if "capacity" in doc:      # a --capacity run measures nothing else
+        capacity = field(doc, "capacity", dict)
+        out["capacity"] = {"method": field(capacity, "method", dict, "capacity."),
+                           "results": [capacity_search(i, r) for i, r in enumerate(
+                               field(capacity, "results", list, "capacity."))]}
+    else:
+        out["method"] = field(doc, "method", dict)
+        out["instructions"] = instructions(doc, "instructions", True)
     field(versions, "p4aqm", str, "versions.")
     field(out["bmv2"], "logging_macros", bool, "bmv2.")
     if "compare" in doc:
@@ -106,6 +141,15 @@ def summary(doc: dict, source: str, name: str) -> dict:
         out["head_to_head"] = [met(i, r) for i, r in enumerate(field(doc, "head_to_head", list))]
     if "dataplane" in doc:
         out["dataplane"] = [timed(i, r) for i, r in enumerate(field(doc, "dataplane", list))]
+    if "interleaved" in doc:
+        rounds = field(doc, "interleaved", dict)
+        out["interleaved"] = {
+            "rounds": field(rounds, "rounds", int, "interleaved."),
+            **({"packets_per_s": field(rounds, "packets_per_s", int, "interleaved.")}
+               if "packets_per_s" in rounds else {}),
+            "cases": {name: {key: field(r, key, NUMBER, f"interleaved.cases.{name}.")
+                             for key in TIMED}
+                      for name, r in field(rounds, "cases", dict, "interleaved.").items()}}
     return out
 
 
@@ -152,8 +196,9 @@ def provenance(doc: dict) -> str:
     against = f" against revision `{doc['compare']['revision']}`" if "compare" in doc else ""
     measured = ", ".join(what for key, what in (
         ("instructions", "instructions per 64-byte packet (callgrind)"),
-        ("dataplane", "CPU time per packet"), ("head_to_head", "peers head to head"))
-        if key in doc)
+        ("dataplane", "CPU time per packet"), ("interleaved", "CPU time per packet, interleaved"),
+        ("head_to_head", "peers head to head"),
+        ("capacity", "the testbed's capacity")) if key in doc)
     macros = "with" if bmv2["logging_macros"] else "without"
     return (f"`docs/results/bench/{doc['name']}.json` (from `{doc['from']}`): {measured}; "
             f"this tree at commit {v['p4aqm']}{against}. BMv2 {v.get('simple_switch_grpc', '')}"
@@ -167,7 +212,7 @@ def instruction_rows(doc: dict) -> list[dict]:
     the compared revision's count beside it."""
     compare = doc.get("compare")
     rows = []
-    for case, r in doc["instructions"].items():
+    for case, r in doc.get("instructions", {}).items():
         row = {"case": case, "instructions per packet": count(r["instructions_per_packet"]),
                "capacity vs trivial": f"{r['ratio_to_trivial']:.2f}"}
         if compare:
@@ -182,7 +227,7 @@ def instruction_rows(doc: dict) -> list[dict]:
 def breakdown_rows(doc: dict, key: str) -> list[dict]:
     """The cases' instructions per packet by part (or by step), a column each."""
     rows = []
-    for case, r in doc["instructions"].items():
+    for case, r in doc.get("instructions", {}).items():
         if key in r:
             row = {"case": case, **{part.replace("_", " "): count(n)
                                     for part, n in r[key].items()}}
@@ -203,10 +248,36 @@ def head_to_head_rows(doc: dict) -> list[dict]:
              "the peer": count(r["peer_instructions"]),
              "profile / peer": ratio(r["profile_vs_peer"]),
              **({"lean / peer": ratio(r.get("lean_vs_peer"))} if lean else {}),
-             **({f"capacity vs trivial: {build}": ratio(r["capacity_vs_trivial"][build])
+             **({f"CPU capacity vs trivial, interleaved: {build}":
+                 ratio(r["capacity_vs_trivial"][build])
                  for build in ("peer", "all", "profile", "lean")}
                 if r.get("capacity_vs_trivial") else {})}
             for r in rows]
+
+
+def capacity_rows(doc: dict) -> list[dict]:
+    def mbps(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0f}"
+    rows = []
+    for r in doc.get("capacity", {}).get("results", []):
+        at = r.get("at_failure")
+        rows.append({"program": r["program"], "packet": f"{r['packet_bytes']} B",
+                     "path": r["path"], "keeps ≥ 95 % up to, Mb/s": mbps(r["capacity_mbps"]),
+                     "first rate that failed": mbps(r["failing_mbps"]),
+                     "what limits it": r["limit"] or "-",
+                     "there: the switch's cores": f"{at['switch_cores']:.2f}" if at else "-",
+                     "the busiest delay line's": f"{at['delay_line_cores']:.2f}" if at
+                     else "-",
+                     "the machine busy, load": "-" if not at or math.isnan(at["machine_busy"])
+                     else f"{100 * at['machine_busy']:.0f} %, {at['load']:.1f}"})
+    return rows
+
+
+def interleaved_rows(doc: dict) -> list[dict]:
+    return [{"case": case, "CPU µs per packet": f"{r['cpu_us_per_packet']:.1f}",
+             "spread": f"±{r['spread_percent']:.0f} %",
+             "capacity vs trivial": f"{r['ratio_to_trivial']:.2f}"}
+            for case, r in doc.get("interleaved", {}).get("cases", {}).items()]
 
 
 def cpu_rows(doc: dict) -> list[dict]:
@@ -229,7 +300,16 @@ def run_block(doc: dict) -> list[str]:
             ("Head to head: the same algorithm, instructions per packet:",
              head_to_head_rows(doc)),
             ("CPU capacity against the trivial program (CPU time per packet, median of three "
-             "trials, and their spread):", cpu_rows(doc))):
+             "trials, and their spread):", cpu_rows(doc)),
+            ("CPU capacity against the trivial program, interleaved (CPU time per packet"
+             + (f" at {doc['interleaved']['packets_per_s']} packets/s"
+                if doc.get("interleaved", {}).get("packets_per_s") else "")
+             + f", median of {doc.get('interleaved', {}).get('rounds')} rounds of one trial "
+             "of every case, and their spread):", interleaved_rows(doc)),
+            ("The testbed's capacity: the highest bottleneck rate a dumbbell of "
+             f"{doc.get('capacity', {}).get('method', {}).get('flows', '?')} Reno flows keeps "
+             "at least 95 % of, and what limits it at the first rate that failed "
+             "([the benchmark](index.md#the-testbeds-capacity)):", capacity_rows(doc))):
         if rows:
             lines += [title, "", *table(rows), ""]
     return lines

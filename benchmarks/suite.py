@@ -222,6 +222,13 @@ def revision_source(revision: str, folder: Path, profiles: list[str]) -> Path:
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
     main_p4 = folder / "p4src" / "main.p4"
     others = [name for name in profiles if name != ALL]
+    leaner = [name for name in others if "+" in name]
+    if leaner and "P4AQM_WITH_TELEMETRY" not in subprocess.run(
+            ["git", "-C", str(REPO), "grep", "-h", "P4AQM_WITH_TELEMETRY", revision, "--",
+             "p4src"], capture_output=True, text=True).stdout:
+        raise SystemExit(f"--compare {revision}: {revision}'s p4src/ has no optional parts, "
+                         f"so it would build {', '.join(leaner)} whole; compare it without "
+                         "--lean")
     if others and not takes_profiles(main_p4):
         raise SystemExit(f"--compare {revision} --profiles: {revision}'s p4src/ predates the "
                          f"profiles the build generates, so it builds only as {ALL}, not "

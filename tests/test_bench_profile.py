@@ -197,3 +197,13 @@ def test_interleaved_rounds_rotate_the_cases_and_keep_each_ones_median_and_sprea
     assert out["codel-64B"]["cpu_us_per_packet"] == 42.0
     assert out["codel-64B"]["spread_percent"] == pytest.approx(50 * 4 / 42)
     assert out["p4codel-64B"]["ratio_to_trivial"] == pytest.approx(11 / 21)
+
+
+def test_compare_refuses_lean_builds_a_revision_cannot_leave_parts_out_of(tmp_path):
+    """Before the optional parts (ebc5aea), a revision's p4src/ builds codel+lean whole: a
+    comparison would show lean's savings as a change between revisions."""
+    from benchmarks.suite import revision_source
+    with pytest.raises(SystemExit, match="ebc5aea's p4src/ has no optional parts, so it would "
+                                         r"build codel\+lean whole"):
+        revision_source("ebc5aea", tmp_path / "base", ["codel", "codel+lean"])
+    assert revision_source("HEAD", tmp_path / "head", ["codel", "codel+lean"]).is_file()

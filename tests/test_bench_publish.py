@@ -28,7 +28,8 @@ def test_every_published_run_has_its_counts():
     assert runs, "no benchmark run published"
     for doc in runs:
         assert (publish.DOCS / publish.FOLDER / f"{doc['name']}.json").is_file()
-        assert doc["instructions"]["trivial-64B"]["ratio_to_trivial"] == 1.0
+        assert "capacity" in doc or \
+            doc["instructions"]["trivial-64B"]["ratio_to_trivial"] == 1.0
         assert doc["versions"]["p4aqm"] and "machine" not in doc["versions"]
 
 
@@ -169,3 +170,37 @@ def test_publish_refuses_a_name_that_is_no_file_name(tmp_path, docs, capsys):
     assert main(["publish", str(tmp_path / "absent.json")]) == 2
     assert "absent.json: [Errno 2]" in capsys.readouterr().err
     assert not (docs / "results").exists()
+
+
+def capacity_json() -> dict:
+    """What `python -m benchmarks --capacity trivial,all` writes (two searches, the second
+    of which found no rate)."""
+    doc = bench_json()
+    for key in ("method", "instructions", "compare", "head_to_head", "dataplane"):
+        doc.pop(key, None)
+    step = {"mbps": 134.6, "kept": 0.9, "lost": {"switch": 463},
+            "usage": {"switch": {"cores": 0.5, "thread": 0.1, "us_per_packet": 50.7},
+                      "delay line dh1": {"cores": 0.2, "thread": 0.1, "us_per_packet": 23.0},
+                      "delay line dbn": {"cores": 0.3, "thread": 0.1, "us_per_packet": 32.0}},
+            "machine_busy": 1.0, "load": 4.87}
+    doc["capacity"] = {"method": {"keep": 0.95, "flows": 4}, "results": [
+        {"program": "trivial", "packet_bytes": 1500, "path": "delay-lines", "flows": 4,
+         "capacity_mbps": 123.4, "failing_mbps": 134.6, "limit": "switch",
+         "steps": [{**step, "mbps": 123.4, "kept": 0.97}, step]},
+        {"program": "all", "packet_bytes": 1000, "path": "direct", "flows": 4,
+         "capacity_mbps": None, "failing_mbps": None, "limit": None, "steps": []}]}
+    return doc
+
+
+def test_a_capacity_run_is_published_with_what_limits_each_program(docs, tmp_path):
+    """The capacity table: the rate kept, the first that failed, and at it the switch's and
+    the busiest delay line's cores and how busy the machine was; a search that found no
+    rate shows dashes."""
+    source = tmp_path / "bench-cap.json"
+    source.write_text(json.dumps(capacity_json()))
+    publish.publish(source, "capacity", docs)
+    page = (docs / publish.PAGE).read_text()
+    assert "the testbed's capacity; this tree at commit abc123def456" in page
+    assert ("| trivial | 1500 B | delay-lines | 123 | 135 | switch | 0.50 | 0.30 | 100 %, 4.9 |"
+            in page)
+    assert "| all | 1000 B | direct | - | - | - | - | - | - |" in page
