@@ -259,11 +259,19 @@ def capacity_rows(doc: dict) -> list[dict]:
     def mbps(value: float | None) -> str:
         return "-" if value is None else f"{value:.0f}"
     rows = []
-    for r in doc.get("capacity", {}).get("results", []):
+    results = doc.get("capacity", {}).get("results", [])
+    # The switch alone, for each program and size: what the delay lines leave of it.
+    alone = {(r["program"], r["packet_bytes"]): r["capacity_mbps"] for r in results
+             if r["path"] == "direct"}
+    for r in results:
         at = r.get("at_failure")
+        direct = alone.get((r["program"], r["packet_bytes"]))
+        share = (f"{r['capacity_mbps'] / direct:.2f}" if r["path"] != "direct" and direct
+                 and r["capacity_mbps"] else "-")
         rows.append({"program": r["program"], "packet": f"{r['packet_bytes']} B",
                      "path": r["path"], "keeps ≥ 95 % up to, Mb/s": mbps(r["capacity_mbps"]),
                      "first rate that failed": mbps(r["failing_mbps"]),
+                     "of the switch alone": share,
                      "what limits it": r["limit"] or "-",
                      "there: the switch's cores": f"{at['switch_cores']:.2f}" if at else "-",
                      "the busiest delay line's": f"{at['delay_line_cores']:.2f}" if at

@@ -187,20 +187,23 @@ def capacity_json() -> dict:
         {"program": "trivial", "packet_bytes": 1500, "path": "delay-lines", "flows": 4,
          "capacity_mbps": 123.4, "failing_mbps": 134.6, "limit": "switch",
          "steps": [{**step, "mbps": 123.4, "kept": 0.97}, step]},
+        {"program": "trivial", "packet_bytes": 1500, "path": "direct", "flows": 4,
+         "capacity_mbps": 246.8, "failing_mbps": None, "limit": None, "steps": []},
         {"program": "all", "packet_bytes": 1000, "path": "direct", "flows": 4,
          "capacity_mbps": None, "failing_mbps": None, "limit": None, "steps": []}]}
     return doc
 
 
 def test_a_capacity_run_is_published_with_what_limits_each_program(docs, tmp_path):
-    """The capacity table: the rate kept, the first that failed, and at it the switch's and
-    the busiest delay line's cores and how busy the machine was; a search that found no
-    rate shows dashes."""
+    """The capacity table: the rate kept, the first that failed, what the delay lines leave
+    of the switch alone's rate, and at the failing rate the switch's and the busiest delay
+    line's cores and how busy the machine was; a search that found no rate shows dashes."""
     source = tmp_path / "bench-cap.json"
     source.write_text(json.dumps(capacity_json()))
     publish.publish(source, "capacity", docs)
     page = (docs / publish.PAGE).read_text()
     assert "the testbed's capacity; this tree at commit abc123def456" in page
-    assert ("| trivial | 1500 B | delay-lines | 123 | 135 | switch | 0.50 | 0.30 | 100 %, 4.9 |"
-            in page)
-    assert "| all | 1000 B | direct | - | - | - | - | - | - |" in page
+    assert ("| trivial | 1500 B | delay-lines | 123 | 135 | 0.50 | switch | 0.50 | 0.30 | "
+            "100 %, 4.9 |" in page)
+    assert "| trivial | 1500 B | direct | 247 | - | - | - | - | - | - |" in page
+    assert "| all | 1000 B | direct | - | - | - | - | - | - | - |" in page
