@@ -68,14 +68,6 @@ control IngressPipe(inout headers_t hdr,
     }
 }
 
-// Whether the packet exports a telemetry record (DualPI2's charge clones to the session that
-// also reaches the CPU port).
-#ifdef P4AQM_WITH_TELEMETRY
-#define EXPORTS_A_RECORD meta.stamp.isValid()
-#else
-#define EXPORTS_A_RECORD false
-#endif
-
 control EgressPipe(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t std_meta) {
@@ -131,7 +123,7 @@ control EgressPipe(inout headers_t hdr,
 #endif
 #ifdef P4AQM_WITH_PRIORITY_QUEUES
                 if (meta.aqm.pi2.isValid()) {
-                    dualpi2_charge.apply(meta.aqm.pi2, meta.rec, EXPORTS_A_RECORD);
+                    dualpi2_charge.apply(meta.aqm.pi2, meta.rec, meta.stamp);
                 }
 #endif
             }

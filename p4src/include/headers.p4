@@ -148,6 +148,10 @@ struct local_metadata_t {
     aqm_record_h    rec;
 #ifdef P4AQM_WITH_TELEMETRY
     aqm_export_h    export;
+#endif
+#if defined(P4AQM_WITH_TELEMETRY) || defined(P4AQM_WITH_PRIORITY_QUEUES)
+    // Valid on a packet that exports a record; DualPI2's charge asks (a bool argument would
+    // cost every charged packet a temporary), so it stays without telemetry, never valid.
     aqm_stamp_h     stamp;
 #endif
 }

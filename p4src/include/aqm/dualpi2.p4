@@ -55,10 +55,10 @@ control DualPi2Queue(in headers_t hdr,
 // Egress, after telemetry: an L packet that leaves is charged to the classic queue. Its
 // clone replaces the telemetry clone when the packet also exports a record (BMv2 keeps a
 // packet's last clone), through the session whose replicas are both.
-control DualPi2Charge(in pi2_h p, in aqm_record_h rec, in bool exports) {
+control DualPi2Charge(in pi2_h p, in aqm_record_h rec, in aqm_stamp_h stamp) {
     apply {
         if (p.dual == PI2_DUAL_CHARGED && rec.PI2_CLASS == PI2_L4S && rec.outcome <= OUTCOME_MARK) {
-            if (exports) {     // it exports a record
+            if (stamp.isValid()) {     // it exports a record (never without telemetry)
                 clone(CloneType.E2E, p.charge_export_session);
             } else {
                 clone(CloneType.E2E, p.charge_session);
