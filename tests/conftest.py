@@ -6,6 +6,7 @@ tooling/toolchain.py for where they are looked up) or when not run as root.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 import subprocess
@@ -44,6 +45,18 @@ def pytest_report_header(config):
         return [_version("p4c", "--version"), _version("simple_switch_grpc", "--version")]
     except toolchain.ToolMissing as err:
         return [f"toolchain: {err}"]
+
+
+@pytest.fixture(autouse=True)
+def current_event_loop_kept():
+    """A sync test that runs asyncio.run() in the main thread (the benchmarks program a
+    switch so) leaves it without a current event loop, and pytest-asyncio's next async test
+    then fails to start: give the thread a loop back."""
+    yield
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(asyncio.new_event_loop())
 
 
 @pytest.fixture(scope="session")
