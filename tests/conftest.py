@@ -47,16 +47,14 @@ def pytest_report_header(config):
         return [f"toolchain: {err}"]
 
 
-@pytest.fixture(autouse=True)
-def current_event_loop_kept():
-    """A sync test that runs asyncio.run() in the main thread (the benchmarks program a
-    switch so) leaves it without a current event loop, and pytest-asyncio's next async test
-    then fails to start: give the thread a loop back."""
+@pytest.fixture
+def event_loop_kept():
+    """For a sync test that runs asyncio.run() in the main thread (the benchmarks program a
+    switch so): it leaves the thread without a current loop, and pytest-asyncio's next
+    async test then fails to start; the loop the thread had is set back."""
+    loop = asyncio.get_event_loop_policy()._local._loop
     yield
-    try:
-        asyncio.get_event_loop_policy().get_event_loop()
-    except RuntimeError:
-        asyncio.set_event_loop(asyncio.new_event_loop())
+    asyncio.set_event_loop(loop)
 
 
 @pytest.fixture(scope="session")

@@ -168,7 +168,7 @@ def test_the_command_line_refuses_what_it_cannot_run():
 
 @pytest.mark.p4
 @pytest.mark.root
-def test_one_step_on_the_trivial_program_keeps_a_low_rate(can_run, tmp_path):
+def test_one_step_on_the_trivial_program_keeps_a_low_rate(can_run, event_loop_kept, tmp_path):
     """A dumbbell on the trivial program, delay lines on its path, one step at 10 Mb/s:
     kept, measured in every part, and everything stopped afterwards."""
     from benchmarks.dataplane import compile_trivial
