@@ -44,6 +44,11 @@ def field(doc: dict, key: str, kind: type | tuple[type, ...], where: str = "") -
     return value
 
 
+def optional(doc: dict, key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
+    """doc[key] as field() checks it, or None where the run did not measure it."""
+    return None if doc.get(key) is None else field(doc, key, kind, where)
+
+
 def case_counts(name: str, counted: dict, breakdowns: bool) -> dict:
     """A case's instructions per packet and ratio to the trivial program (and where they go)."""
     where = f"instructions.{name}."
@@ -66,13 +71,11 @@ def met(i: int, r: dict) -> dict:
     """A peer against ours running its algorithm (None where the run did not count one)."""
     where = f"head_to_head[{i}]."
     out = {"algorithm": field(r, "algorithm", str, where), "peer": field(r, "peer", str, where),
-           **{key: None if r.get(key) is None else field(r, key, NUMBER, where)
-              for key in MET}}
-    if r.get("capacity_vs_trivial") is not None:   # a run with --interleaved
-        capacity = field(r, "capacity_vs_trivial", dict, where)
+           **{key: optional(r, key, NUMBER, where) for key in MET}}
+    capacity = optional(r, "capacity_vs_trivial", dict, where)   # a run with --interleaved
+    if capacity is not None:
         out["capacity_vs_trivial"] = {
-            build: None if capacity.get(build) is None
-            else field(capacity, build, NUMBER, where + "capacity_vs_trivial.")
+            build: optional(capacity, build, NUMBER, where + "capacity_vs_trivial.")
             for build in ("peer", "all", "profile", "lean")}
     return out
 
@@ -84,10 +87,8 @@ def capacity_search(i: int, r: dict) -> dict:
     out = {"program": field(r, "program", str, where),
            "packet_bytes": field(r, "packet_bytes", int, where),
            "path": field(r, "path", str, where), "flows": field(r, "flows", int, where),
-           "capacity_mbps": None if r.get("capacity_mbps") is None
-           else field(r, "capacity_mbps", NUMBER, where),
-           "failing_mbps": None if r.get("failing_mbps") is None
-           else field(r, "failing_mbps", NUMBER, where),
+           "capacity_mbps": optional(r, "capacity_mbps", NUMBER, where),
+           "failing_mbps": optional(r, "failing_mbps", NUMBER, where),
            "limit": r.get("limit") if isinstance(r.get("limit"), str) else None}
     failed = [s for s in field(r, "steps", list, where)
               if isinstance(s, dict) and s.get("mbps") == out["failing_mbps"]]

@@ -177,22 +177,19 @@ def head_to_head(counted: dict[str, dict], peers: dict[str, Peer],
     for name, peer in peers.items():
         if peer.algorithm is None:
             continue
-        theirs = count(f"{name}-64B")
-        ours_all = count(f"{peer.algorithm}-64B")
-        ours_profile = count(f"{peer.algorithm}-64B@{peer.algorithm}")
-        ours_lean = count(f"{peer.algorithm}-64B@{peer.algorithm}+{LEAN}")
-        rows.append({"algorithm": peer.algorithm, "peer": name, "peer_instructions": theirs,
+        a = peer.algorithm
+        builds = {"peer": f"{name}-64B", "all": f"{a}-64B", "profile": f"{a}-64B@{a}",
+                  "lean": f"{a}-64B@{a}+{LEAN}"}
+        theirs, ours_all, ours_profile, ours_lean = (count(c) for c in builds.values())
+        rows.append({"algorithm": a, "peer": name, "peer_instructions": theirs,
                      "ours_all": ours_all, "ours_profile": ours_profile,
                      "ours_lean": ours_lean,
                      "profile_vs_peer": ours_profile / theirs if ours_profile and theirs
                      else None,
                      "lean_vs_peer": ours_lean / theirs if ours_lean and theirs else None})
         if timed:
-            rows[-1]["capacity_vs_trivial"] = {
-                "peer": capacity(f"{name}-64B"),
-                "all": capacity(f"{peer.algorithm}-64B"),
-                "profile": capacity(f"{peer.algorithm}-64B@{peer.algorithm}"),
-                "lean": capacity(f"{peer.algorithm}-64B@{peer.algorithm}+{LEAN}")}
+            rows[-1]["capacity_vs_trivial"] = {build: capacity(case)
+                                               for build, case in builds.items()}
     return rows
 
 
@@ -271,13 +268,13 @@ def cpu_interleaved(all_cases: list[Case], artifacts: dict[str, Artifacts], work
     the median), and the capacity against the trivial program's (its median over the
     case's)."""
     trials: dict[str, list[float]] = {case.name: [] for case in all_cases}
+    pcaps = {case.name: dataplane.make_pcap(work, case) for case in all_cases}
     for n in range(rounds):
         order = all_cases[n % len(all_cases):] + all_cases[:n % len(all_cases)]
         for case in order:
             phase(f"interleaved CPU, round {n + 1} of {rounds}: {case.name}")
             with dataplane.case_testbed(case, artifacts, work / f"round{n}") as bed:
-                trials[case.name].append(dataplane.cost_trial(
-                    bed, case, dataplane.make_pcap(work, case)))
+                trials[case.name].append(dataplane.cost_trial(bed, case, pcaps[case.name]))
     out = {}
     for name, costs in trials.items():
         median = statistics.median(costs)

@@ -122,8 +122,11 @@ def _option(part: str) -> str:
     return "no-" + part.lower().replace("_", "-")
 
 
-def _valid_options() -> str:
-    return ", ".join([LEAN, *map(_option, OPTIONAL_PARTS)])
+def _optional_parts(algorithms) -> tuple[str, ...]:
+    """The optional parts a program of these algorithms has unless it leaves them out:
+    the seeded stream only where one of them draws (it seeds the draw)."""
+    draws = any(ALGORITHMS[a].draws for a in algorithms)
+    return tuple(p for p in OPTIONAL_PARTS if p != SEEDED_PRNG or draws)
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,7 @@ class Profile:
         chosen, left_out = set(algorithms), set(without)
         ordered = tuple(a for a in ALGORITHMS if a in chosen)
         # Leaving out a part the program would not have changes nothing, nor its name.
-        draws = any(ALGORITHMS[a].draws for a in ordered)
-        applicable = tuple(p for p in OPTIONAL_PARTS if p != SEEDED_PRNG or draws)
+        applicable = _optional_parts(ordered)
         omitted = tuple(p for p in applicable if p in left_out)
         if chosen == set(ALGORITHMS) and not omitted:
             return ALL_PROFILE
@@ -171,9 +173,9 @@ class Profile:
         for option in (o.strip() for o in options):
             parts = [p for p in OPTIONAL_PARTS if option in (LEAN, _option(p))]
             if not parts:
+                valid = ", ".join(f"+{o}" for o in (LEAN, *map(_option, OPTIONAL_PARTS)))
                 raise ConfigError(f"unknown option {shown_input('+' + option)} in "
-                                  f"{shown_input(text)}; valid: "
-                                  f"{', '.join('+' + o for o in _valid_options().split(', '))}")
+                                  f"{shown_input(text)}; valid: {valid}")
             without += parts
         names = [n.strip() for n in listed.split(",")]
         if not any(names):
@@ -203,8 +205,7 @@ class Profile:
             needed.add(GROUP_INDEX)     # the reason counters count by group
         shared = [p for p in SHARED_PARTS if p in needed]
         draws = [DRAWS] if any(ALGORITHMS[a].draws for a in self.algorithms) else []
-        kept = [p for p in OPTIONAL_PARTS if p not in self.without
-                and (p != SEEDED_PRNG or draws)]     # the seed is the draw's
+        kept = [p for p in _optional_parts(self.algorithms) if p not in self.without]
         return (*shared, *draws, *kept)
 
     def folder(self, root: Path) -> Path:
