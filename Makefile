@@ -33,6 +33,13 @@ ifeq ($(P4)$(P4LANG),source1)
 $(error P4=source and P4LANG=1: choose one way to install p4c and BMv2)
 endif
 
+# CONSTANTS (see build) fixes the parameters of a profile of one algorithm.
+ifneq ($(CONSTANTS),)
+ifeq ($(ALGORITHMS),)
+$(error CONSTANTS=$(CONSTANTS) needs ALGORITHMS naming its one algorithm, e.g. ALGORITHMS=codel+lean)
+endif
+endif
+
 EXPERIMENTS := smoke e1 e2 e3 e4 e5 e6 e7 e8 e9
 .PHONY: setup build test run bench docs docs-serve clean $(EXPERIMENTS) transport
 
@@ -66,13 +73,15 @@ endif
 	fi
 
 ## build: compile p4src/ into $(BUILD)/ (BMv2 JSON, P4Info text and binary); ALGORITHMS=red,mecn
-##        builds the profile with only those algorithms into $(BUILD)/profiles/red-mecn/
+##        builds the profile with only those algorithms into $(BUILD)/profiles/red-mecn/;
+##        CONSTANTS=aqm.toml with ALGORITHMS=codel builds it for that file's configuration,
+##        its parameters constants (into $(BUILD)/profiles/codel+constants/)
 ##        (docs/dataplane/profiles.md)
 ifeq ($(ALGORITHMS),)
 build: $(BUILD)/p4aqm.json
 else
 build:
-	$(PY) -m tooling.build --out $(BUILD) --algorithms $(ALGORITHMS)
+	$(PY) -m tooling.build --out $(BUILD) --algorithms $(ALGORITHMS) $(if $(CONSTANTS),--constants $(CONSTANTS))
 endif
 
 $(BUILD)/p4aqm.json: $(P4SRC) tooling/build.py tooling/generate.py control_plane/profiles.py $(wildcard control_plane/algorithms/*.py)

@@ -39,8 +39,8 @@ from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import console, print_tables
 from benchmarks.suite import (Peer, algorithm_list, cases, compile_revision,
                               count_instructions, cpu_interleaved, cpu_time, head_to_head,
-                              load_peers, profile_cases, revision_source, runs_on,
-                              tracing_fallback, with_profiles)
+                              load_peers, profile_cases, profile_of, revision_source,
+                              runs_on, tracing_fallback, with_profiles)
 from control_plane import bmv2
 from tooling import toolchain
 from control_plane.program import Artifacts
@@ -112,6 +112,11 @@ def arguments() -> argparse.ArgumentParser:
                         help="also run each case on its profile's lean preset (case@profile"
                              "+lean: no telemetry, seeded PRNG, reason counters or input "
                              "checks, what the public P4 AQMs carry); implies --profiles")
+    parser.add_argument("--constants", action="store_true",
+                        help="also run each case of an algorithm that takes constants on its "
+                             "lean preset built with the case's configuration as constants "
+                             "(case@profile+lean+constants, as the public P4 AQMs #define "
+                             "theirs); implies --lean")
     parser.add_argument("--interleaved", metavar="ROUNDS", type=int,
                         help="also measure each 64-byte case's CPU time per packet in ROUNDS "
                              "(at least 5) interleaved rounds, one trial of every case each: "
@@ -128,6 +133,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
     chosen = None
     if args.interleaved is not None and args.interleaved < 5:
         parser.error(f"--interleaved {args.interleaved}: at least 5 rounds (a median of 5)")
+    args.lean = args.lean or args.constants
     if args.lean and args.profiles is None:
         args.profiles = ALL
     if args.profiles is not None:
@@ -138,7 +144,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
 
     def chosen_cases(quick: bool) -> list[Case]:
         listed = cases(quick, peers)
-        return listed if args.profiles is None else with_profiles(listed, chosen, args.lean)
+        return listed if args.profiles is None else with_profiles(listed, chosen, args.lean,
+                                                                  args.constants)
     peers: dict[str, Peer] = {}
     # The profiles besides "all" the cases run on (a peer runs on its own program).
     profiles = sorted({c.profile for c in chosen_cases(args.quick)} - {ALL})
@@ -169,11 +176,12 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
     peers = load_peers(args.peers, artifacts) if args.peers else {}
     for name in profiles:
         phase(f"compiling profile {name}")
-        artifacts[f"p4aqm@{name}"] = compile_apart(work / f"p4aqm@{name}",
-                                                   profile=Profile.parse(name))
+        artifacts[f"p4aqm@{name}"] = compile_apart(
+            work / f"p4aqm@{name}", profile=profile_of(name, chosen_cases(args.quick)))
     # The older revision's programs under the same keys: "all" and the same profiles.
     base = ({f"p4aqm@{name}" if name != ALL else "p4aqm": compile_revision(
-                args.compare, source, work / "base" / name, Profile.parse(name))
+                args.compare, source, work / "base" / name,
+                profile_of(name, chosen_cases(args.quick)))
              for name in [ALL, *profiles]} if source else None)
     bmv2 = str(toolchain.require("simple_switch_grpc"))
     macros = dataplane.bmv2_logging_macros(bmv2)

@@ -277,7 +277,12 @@ def program_list(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ConfigError("no program: trivial or a build profile's name (all, codel, ...)")
-    return [name if name == TRIVIAL else Profile.named(name).name for name in names]
+    profiles = {name: Profile.named(name) for name in names if name != TRIVIAL}
+    fixed = [name for name, profile in profiles.items() if profile.constants is not None]
+    if fixed:
+        raise ConfigError(f"{fixed[0]}: a program built with constants is built for one "
+                          "configuration's file (make build CONSTANTS=...), not measured here")
+    return [profiles[name].name if name in profiles else name for name in names]
 
 
 def bottleneck_aqm(profile: Profile, limit: int) -> Aqm | NoAqm:

@@ -14,6 +14,7 @@ so that a change in the machine's load falls on every case alike.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -39,6 +40,8 @@ from topologies.netns import NetNS, veth_pair
 from topologies.testbed import Testbed
 
 TRIAL_SECONDS = 1.5
+# The AQM ports' rate as the benchmark configures them: no queue forms at its packet rates.
+LINK_PPS = 100_000.0
 LOSS_FREE = 0.999
 # Offered load for the CPU-cost trials: well below every configuration's loss-free rate.
 COST_PPS = 2000
@@ -68,7 +71,11 @@ class Case:
     @property
     def priority_queues(self) -> int:
         """BMv2's queues per port the case's algorithm needs (DualPI2: 2)."""
-        return 1 if self.aqm is None else self.aqm.encode(Link(100_000.0)).priority_queues
+        return 1 if self.aqm is None else self.aqm.encode(Link(LINK_PPS)).priority_queues
+
+    def port_config(self, port: int) -> PortConfig:
+        """An AQM port of the case as the benchmark configures it."""
+        return PortConfig(port=port, aqm=self.aqm, link_pps=LINK_PPS)
 
 
 def frames(case: Case) -> list[bytes]:
@@ -141,7 +148,7 @@ async def program_switch(bed: Testbed, case: Case, artifacts: dict[str, Artifact
         for port in bed.ports[1:]:
             await sw.add_route(f"10.0.{port}.2/32", port, GW_MAC, DST_MAC)
             if case.aqm is not None:
-                await sw.configure_port(PortConfig(port=port, aqm=case.aqm, link_pps=100_000))
+                await sw.configure_port(case.port_config(port))
 
 
 def cpu_ns(pid: int) -> int:
@@ -226,13 +233,16 @@ def compile_apart(out: Path, source: Path = MAIN_P4, profile: Profile = ALL_PROF
     """tooling.build.compile_program in a process group of its own, ended whole if
     the benchmark is interrupted (p4c's driver runs the preprocessor and the compiler as
     processes of their own, which outlive it)."""
-    code = ("import sys; from pathlib import Path; from tooling.build import "
+    code = ("import json, sys; from pathlib import Path; from tooling.build import "
             "CompileError, compile_program; from control_plane.profiles import Profile\n"
+            "profile, constants = Profile.parse(sys.argv[3]), json.loads(sys.argv[4])\n"
+            "if constants is not None: profile = profile.with_constants(constants)\n"
             "try: print(compile_program(Path(sys.argv[1]), Path(sys.argv[2]), "
-            "profile=Profile.parse(sys.argv[3])).bmv2_json)\n"
+            "profile=profile).bmv2_json)\n"
             "except CompileError as err: sys.exit(str(err))")
+    constants = None if profile.constants is None else dict(profile.constants)
     status, printed, err = run_apart([sys.executable, "-c", code, str(out), str(source),
-                                      profile.listed], cwd=REPO)
+                                      profile.listed, json.dumps(constants)], cwd=REPO)
     if status != 0:
         raise CompileError(err.strip() or f"compiling {source} failed ({status})")
     return Artifacts.in_folder(out, Path(printed.strip()).stem)

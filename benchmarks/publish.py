@@ -30,7 +30,9 @@ BREAKDOWNS = ("parts_per_packet", "steps_per_packet")
 # ... of a case's CPU time (the data plane's trials), and of a peer against ours.
 TIMED = ("cpu_us_per_packet", "spread_percent", "ratio_to_trivial")
 MET = ("peer_instructions", "ours_all", "ours_profile", "ours_lean", "profile_vs_peer",
-       "lean_vs_peer")
+       "lean_vs_peer", "ours_constants", "constants_vs_peer")
+# Our builds a head-to-head row may give a capacity for, besides the peer's.
+BUILDS = ("peer", "all", "profile", "lean", "constants")
 NUMBER = (int, float)
 
 
@@ -76,7 +78,7 @@ def met(i: int, r: dict) -> dict:
     if capacity is not None:
         out["capacity_vs_trivial"] = {
             build: optional(capacity, build, NUMBER, where + "capacity_vs_trivial.")
-            for build in ("peer", "all", "profile", "lean")}
+            for build in BUILDS}
     return out
 
 
@@ -243,15 +245,18 @@ def head_to_head_rows(doc: dict) -> list[dict]:
         return "-" if value is None else f"{value:.2f}"
     rows = doc.get("head_to_head", [])
     lean = any(r.get("ours_lean") is not None for r in rows)   # a run with --lean
+    fixed = any(r.get("ours_constants") is not None for r in rows)   # with --constants
     return [{"algorithm": r["algorithm"], "peer": r["peer"], 'ours, "all"': count(r["ours_all"]),
              "ours, its profile": count(r["ours_profile"]),
              **({"ours, lean": count(r.get("ours_lean"))} if lean else {}),
+             **({"ours, lean, constants": count(r.get("ours_constants"))} if fixed else {}),
              "the peer": count(r["peer_instructions"]),
              "profile / peer": ratio(r["profile_vs_peer"]),
              **({"lean / peer": ratio(r.get("lean_vs_peer"))} if lean else {}),
+             **({"constants / peer": ratio(r.get("constants_vs_peer"))} if fixed else {}),
              **({f"CPU capacity vs trivial, interleaved: {build}":
-                 ratio(r["capacity_vs_trivial"][build])
-                 for build in ("peer", "all", "profile", "lean")}
+                 ratio(r["capacity_vs_trivial"].get(build))
+                 for build in BUILDS if build != "constants" or fixed}
                 if r.get("capacity_vs_trivial") else {})}
             for r in rows]
 

@@ -80,8 +80,9 @@ def print_head_to_head(doc: dict) -> None:
     if not rows:
         return
     table = Table(title="Head to head: the same algorithm, instructions per packet (64 B)")
-    for column in ("algorithm", "peer", "ours, all", "ours, profile", "ours, lean", "peer's",
-                   "profile vs peer", "lean vs peer"):
+    for column in ("algorithm", "peer", "ours, all", "ours, profile", "ours, lean",
+                   "lean, constants", "peer's", "profile vs peer", "lean vs peer",
+                   "constants vs peer"):
         table.add_column(column, justify="right")
 
     def shown(value: float | None) -> str:
@@ -91,8 +92,9 @@ def print_head_to_head(doc: dict) -> None:
         return "-" if value is None else f"{value:.2f}"
     for r in rows:
         table.add_row(r["algorithm"], r["peer"], shown(r["ours_all"]), shown(r["ours_profile"]),
-                      shown(r.get("ours_lean")), shown(r["peer_instructions"]),
-                      ratio(r["profile_vs_peer"]), ratio(r.get("lean_vs_peer")))
+                      shown(r.get("ours_lean")), shown(r.get("ours_constants")),
+                      shown(r["peer_instructions"]), ratio(r["profile_vs_peer"]),
+                      ratio(r.get("lean_vs_peer")), ratio(r.get("constants_vs_peer")))
     console.print(table)
 
 

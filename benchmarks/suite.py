@@ -18,7 +18,7 @@ from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import GOAL, console
 from control_plane.algorithms import ALGORITHMS
 from control_plane.algorithms.base import Aqm, Link
-from control_plane.profiles import ALL, LEAN, NO_AQM, Profile
+from control_plane.profiles import ALL, CONSTANTS, LEAN, NO_AQM, Profile
 from control_plane.program import Artifacts
 from tooling import toolchain
 from tooling.build import REPO, takes_profiles
@@ -86,11 +86,13 @@ def algorithm_of(case: Case) -> str:
 
 
 def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None,
-                  lean: bool = False) -> list[Case]:
+                  lean: bool = False, constants: bool = False) -> list[Case]:
     """Each p4aqm case, followed by the same case on its algorithm's one-algorithm profile
-    (named case@profile) and, with `lean`, on that profile's lean preset
-    (case@profile+lean); with `chosen`, only the p4aqm cases of those algorithms (none:
-    without AQM), and every other program's."""
+    (named case@profile), with `lean` on that profile's lean preset (case@profile+lean),
+    and with `constants`, for an algorithm that takes them, on the lean preset built with
+    the case's configuration as constants (case@profile+lean+constants); with `chosen`,
+    only the p4aqm cases of those algorithms (none: without AQM), and every other
+    program's."""
     out = []
     for case in all_cases:
         if case.program != "p4aqm":
@@ -99,11 +101,25 @@ def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None,
         algorithm = algorithm_of(case)
         if chosen is None or algorithm in chosen:
             out += [case, replace(case, name=f"{case.name}@{algorithm}", profile=algorithm)]
+            lean_profile = Profile.parse(f"{algorithm}+{LEAN}").name
             if lean:
-                lean_profile = Profile.parse(f"{algorithm}+{LEAN}").name
                 out.append(replace(case, name=f"{case.name}@{lean_profile}",
                                    profile=lean_profile))
+            if constants and algorithm in ALGORITHMS and ALGORITHMS[algorithm].constants:
+                fixed = f"{lean_profile}+{CONSTANTS}"
+                out.append(replace(case, name=f"{case.name}@{fixed}", profile=fixed))
     return out
+
+
+def profile_of(name: str, all_cases: list[Case]) -> Profile:
+    """The profile of that name the cases run on; one built with constants holds those of
+    the configuration its cases' ports get (they must agree: Profile.fixed)."""
+    profile = Profile.named(name)
+    if profile.constants is None:
+        return profile
+    ports = {i: (action.name, action.params) for i, case in enumerate(all_cases, 1)
+             if case.profile == name and (action := case.port_config(i).encode().aqm)}
+    return Profile.parse(profile.listed).fixed(ports, f"the cases on {name}")
 
 
 def algorithm_list(text: str) -> frozenset[str] | None:
@@ -166,7 +182,8 @@ def head_to_head(counted: dict[str, dict], peers: dict[str, Peer],
                  timed: dict[str, dict] | None = None) -> list[dict]:
     """Each peer that names an algorithm against ours running it, on "all", on its
     one-algorithm profile and on that profile's lean preset (None where the run did not
-    count that case), at 64 B; with `timed` (cpu_interleaved's), each one's capacity
+    count that case), and on the lean preset built with constants where the run counted
+    it, at 64 B; with `timed` (cpu_interleaved's), each one's capacity
     against the trivial program's too."""
     def count(case: str) -> float | None:
         return counted[case]["instructions_per_packet"] if case in counted else None
@@ -179,14 +196,18 @@ def head_to_head(counted: dict[str, dict], peers: dict[str, Peer],
             continue
         a = peer.algorithm
         builds = {"peer": f"{name}-64B", "all": f"{a}-64B", "profile": f"{a}-64B@{a}",
-                  "lean": f"{a}-64B@{a}+{LEAN}"}
-        theirs, ours_all, ours_profile, ours_lean = (count(c) for c in builds.values())
+                  "lean": f"{a}-64B@{a}+{LEAN}", "constants": f"{a}-64B@{a}+{LEAN}+{CONSTANTS}"}
+        theirs, ours_all, ours_profile, ours_lean, ours_constants = (
+            count(c) for c in builds.values())
         rows.append({"algorithm": a, "peer": name, "peer_instructions": theirs,
                      "ours_all": ours_all, "ours_profile": ours_profile,
                      "ours_lean": ours_lean,
                      "profile_vs_peer": ours_profile / theirs if ours_profile and theirs
                      else None,
                      "lean_vs_peer": ours_lean / theirs if ours_lean and theirs else None})
+        if ours_constants:     # a run with --constants
+            rows[-1] |= {"ours_constants": ours_constants,
+                         "constants_vs_peer": ours_constants / theirs if theirs else None}
         if timed:
             rows[-1]["capacity_vs_trivial"] = {build: capacity(case)
                                                for build, case in builds.items()}
@@ -198,7 +219,7 @@ def runs_on(case: Case, program: Artifacts) -> bool:
     (an older revision may predate the algorithm, or a parameter of it)?"""
     if case.aqm is None:
         return True
-    action = case.aqm.encode(Link(100_000.0)).action
+    action = case.aqm.encode(Link(dataplane.LINK_PPS)).action
     try:
         known = {param.name for param in fy.P4Schema(program.p4info_txt).actions[action.name].params}
     except (KeyError, ValueError):
@@ -220,12 +241,16 @@ def revision_source(revision: str, folder: Path, profiles: list[str]) -> Path:
     main_p4 = folder / "p4src" / "main.p4"
     others = [name for name in profiles if name != ALL]
     leaner = [name for name in others if "+" in name]
-    if leaner and "P4AQM_WITH_TELEMETRY" not in subprocess.run(
-            ["git", "-C", str(REPO), "grep", "-h", "P4AQM_WITH_TELEMETRY", revision, "--",
-             "p4src"], capture_output=True, text=True).stdout:
-        raise SystemExit(f"--compare {revision}: {revision}'s p4src/ has no optional parts, "
-                         f"so it would build {', '.join(leaner)} whole; compare it without "
-                         "--lean")
+    for symbol, builds, option in (("P4AQM_WITH_TELEMETRY", leaner, "--lean"),
+                                   ("P4AQM_CONSTANTS", [n for n in leaner if CONSTANTS in n],
+                                    "--constants")):
+        if builds and symbol not in subprocess.run(
+                ["git", "-C", str(REPO), "grep", "-h", symbol, revision, "--", "p4src"],
+                capture_output=True, text=True).stdout:
+            what = "optional parts" if option == "--lean" else "parameters as constants"
+            raise SystemExit(f"--compare {revision}: {revision}'s p4src/ has no {what}, so it "
+                             f"would build {', '.join(builds)} whole; compare it without "
+                             f"{option}")
     if others and not takes_profiles(main_p4):
         raise SystemExit(f"--compare {revision} --profiles: {revision}'s p4src/ predates the "
                          f"profiles the build generates, so it builds only as {ALL}, not "

@@ -36,6 +36,16 @@ def _read(path: Path) -> dict:
         raise ConfigError(f"{path}: {err}") from None
 
 
+def port_configs(path: Path) -> list[PortConfig]:
+    """The [[port]] tables' configurations alone, validated as the controller reads them
+    (a build for one configuration reads them before the program it names exists)."""
+    spec = _read(path)
+    try:
+        return [_port(dict(entry)).config for entry in _tables(spec, "port")]
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
 def load_controller(path: Path) -> Controller:
     spec = _read(path)
     try:

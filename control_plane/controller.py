@@ -550,8 +550,12 @@ class Controller:
 
     def _check_program(self, config: PortConfig, loop: LoopSpec | None) -> None:
         """Refuse what the switch's program lacks, before anything is written or kept: the
-        port's algorithm, and the telemetry its loop or its telemetry_interval reads."""
+        port's algorithm, parameters other than those a program built with constants has,
+        and the telemetry its loop or its telemetry_interval reads."""
         self.switch.profile.check(config.aqm.action)
+        action = config.encode().aqm
+        if action is not None:
+            self.switch.profile.check_constants(action.params)
         if loop or config.telemetry_interval is not None and config.aqm.action != NO_AQM:
             user = f"{loop.kind} loop" if loop else "telemetry_interval"
             self.switch.profile.check_kept(TELEMETRY, f"port {config.port}'s {user}")

@@ -13,6 +13,13 @@ telemetry, the seeded PRNG, per-reason counters, RFC 1812's input checks), for t
 packets per second BMv2 can give: `--algorithms codel+lean` leaves out all of them (what
 the public P4 AQMs carry), `codel+no-telemetry` one.
 
+A profile of one algorithm may also be built for one configuration (`--algorithms
+codel+lean --constants aqm.toml`: Profile.fixed, name "codel+lean+constants"): its
+algorithm's parameters, encoded from the file as the controller would, become constants
+of the program (p4src/include/lib.p4's PARAM) instead of action data every packet copies,
+as P4-CoDel's `#define`s are; profile.json keeps them, and the controller refuses a
+configuration whose parameters differ.
+
 The profile's name and algorithms are in its build folder (profile.json) and in its P4Info
 (pkg_info: name p4aqm-<profile>, the algorithms as its description); the controller reads
 the P4Info it pushes and refuses a port configuration the profile lacks (Profile.check).
@@ -21,7 +28,8 @@ the P4Info it pushes and refuses a port configuration the profile lacks (Profile
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import finsy as fy
@@ -79,6 +87,10 @@ TELEMETRY = "TELEMETRY"
 GROUP_INDEX = "GROUP_INDEX"
 REASON_COUNTERS = "REASON_COUNTERS"
 LEAN = "lean"
+CONSTANTS = "constants"
+# The parameters every algorithm's action takes that stay action data in a program built
+# with constants: the action's aqm_common() writes them into the record, for the verdict.
+SHARED_PARAMS = ("limit", "ecn_mode")
 # The record's fields that only some algorithms' controls write (aqm_types.p4's
 # aqm_record_h, each a P4AQM_RECORD_<FIELD> symbol): a profile's record has those of its
 # algorithms (every field costs every AQM packet a write to zero it), and its telemetry
@@ -135,11 +147,13 @@ class Profile:
     OPTIONAL_PARTS' order), and its name: "all", "none" (no algorithm: forwarding and
     counters only), or the algorithms joined by '-'; then "+lean" if it leaves out every
     optional part, else "+no-<part>" for each it leaves out ("codel+lean",
-    "red-pie+no-telemetry")."""
+    "red-pie+no-telemetry"); then "+constants" if it was built for one configuration, with
+    its algorithm's encoded parameters as `constants` (Profile.fixed)."""
 
     name: str
     algorithms: tuple[str, ...]
     without: tuple[str, ...] = ()
+    constants: tuple[tuple[str, int], ...] | None = None
 
     @classmethod
     def of(cls, algorithms, without=()) -> "Profile":
@@ -159,10 +173,15 @@ class Profile:
 
     @classmethod
     def named(cls, name: str) -> "Profile":
-        """The profile of a name Profile.of gave ("all", "none", algorithms joined by '-',
-        each maybe with its "+" options)."""
+        """The profile of a name Profile.of or fixed gave ("all", "none", algorithms joined
+        by '-', each maybe with its "+" options); "+constants" gives no values (only
+        profile.json has them: of_p4info)."""
         listed, *options = name.split("+")
-        return cls.parse("+".join([listed.replace("-", ","), *options]))
+        profile = cls.parse("+".join([listed.replace("-", ","),
+                                      *(o for o in options if o != CONSTANTS)]))
+        if CONSTANTS in options:
+            return replace(profile, name=f"{profile.name}+{CONSTANTS}", constants=())
+        return profile
 
     @classmethod
     def parse(cls, text: str) -> "Profile":
@@ -193,7 +212,7 @@ class Profile:
         """The profile as --algorithms (and Profile.parse) takes it."""
         every = set(self.algorithms) == set(ALGORITHMS)
         algorithms = ALL if every else ",".join(self.algorithms) or NO_AQM
-        return "+".join([algorithms, *self.name.split("+")[1:]])
+        return "+".join([algorithms, *(o for o in self.name.split("+")[1:] if o != CONSTANTS)])
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -213,10 +232,57 @@ class Profile:
         <root>/profiles/<name>."""
         return root if self.name == ALL else root / "profiles" / self.name
 
+    def fixed(self, ports: Mapping[int, tuple[str, Mapping[str, int]]],
+              source: str) -> "Profile":
+        """This profile built for one configuration, `source`'s: `ports` is each of its AQM
+        ports' algorithm and encoded parameters (the aqm_config action the controller would
+        write). Every one must run the profile's one algorithm, which must read its
+        parameters through PARAM (its class's `constants`), with the same parameters."""
+        able = [a for a, cls in ALGORITHMS.items() if cls.constants]
+        if len(self.algorithms) != 1 or self.algorithms[0] not in able:
+            raise ConfigError(f"--constants builds a profile of one of {', '.join(able)} "
+                              f"(--algorithms codel, or codel+lean), not {self.name}")
+        algorithm = self.algorithms[0]
+        for port, (action, _) in sorted(ports.items()):
+            if action != algorithm:
+                raise ConfigError(f"{source}: port {port} runs {action}; a program built "
+                                  f"with {algorithm}'s constants runs only {algorithm}")
+        if not ports:
+            raise ConfigError(f"{source} configures no port with {algorithm}")
+        values = {port: {k: v for k, v in params.items() if k not in SHARED_PARAMS}
+                  for port, (_, params) in sorted(ports.items())}
+        first_port, first = next(iter(values.items()))
+        for port, theirs in values.items():
+            differ = [k for k in first if theirs[k] != first[k]]
+            if differ:
+                raise ConfigError(f"{source}: ports {first_port} and {port} differ in "
+                                  f"{', '.join(differ)} (encoded); a program built with "
+                                  "constants has one value of each")
+        return self.with_constants(first)
+
+    def with_constants(self, values: Mapping[str, int]) -> "Profile":
+        """This profile with these encoded parameters as constants (fixed checks them)."""
+        return replace(self, name=f"{self.name}+{CONSTANTS}",
+                       constants=tuple(sorted(values.items())))
+
+    def check_constants(self, params: Mapping[str, int]) -> None:
+        """Refuse a port configuration whose parameters differ from those the program
+        was built with (nothing to check in a program without constants)."""
+        differ = [f"{name} {params.get(name)} where it has {value}"
+                  for name, value in self.constants or () if params.get(name) != value]
+        if differ:
+            runtime = Profile.of(self.algorithms, self.without)
+            raise ConfigError(
+                f"profile {self.name} was built with its parameters as "
+                f"constants (--constants), and this configuration encodes "
+                f"{'; '.join(differ)}: configure those values, or "
+                f"{build_command(runtime)} builds one that takes them at run time")
+
     def write(self, folder: Path) -> None:
+        constants = {} if self.constants is None else {"constants": dict(self.constants)}
         (folder / PROFILE_FILE).write_text(json.dumps(
             {"name": self.name, "algorithms": list(self.algorithms), "parts": list(self.parts),
-             "without": list(self.without)},
+             "without": list(self.without), **constants},
             indent=2) + "\n")
 
     @classmethod
@@ -231,8 +297,20 @@ class Profile:
         actions = {a.alias for a in table.actions}
         found = cls.of(a for a in ALGORITHMS if a in actions)
         name = schema.pkg_info.name.removeprefix("p4aqm-") or found.name
-        without = cls.named(name).without if "+" in name else ()
-        return cls(name, found.algorithms, without)
+        named = cls.named(name) if "+" in name else found
+        profile = cls(name, found.algorithms, named.without)
+        if named.constants is None:
+            return profile
+        # Only the build's profile.json holds the values the program was built with.
+        saved = p4info.parent / PROFILE_FILE
+        try:
+            constants = json.loads(saved.read_text())["constants"]
+            return replace(profile, constants=tuple(sorted(
+                (str(k), int(v)) for k, v in constants.items())))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise ConfigError(f"{p4info} is profile {name}, built with constants, but "
+                              f"{saved} beside it, which holds them, cannot be read: "
+                              f"{err}") from None
 
     def check(self, action: str) -> None:
         """Refuse an algorithm the program does not carry, naming what it does and the

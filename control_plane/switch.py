@@ -384,6 +384,8 @@ class AqmSwitch:
         self.check_port(config.port)
         self.profile.check(config.aqm.action)
         program = config.encode()
+        if program.aqm is not None:
+            self.profile.check_constants(program.aqm.params)
         if program.encoded is not None and config.telemetry_interval is not None:
             self.profile.check_kept(TELEMETRY, f"port {config.port}'s telemetry (an ARED or "
                                                "AMECN loop's, or telemetry_interval)")

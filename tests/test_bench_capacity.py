@@ -146,6 +146,9 @@ def test_programs_are_trivial_or_build_profiles_by_name():
     assert capacity.program_list("pie-red") == ["red-pie"]
     with pytest.raises(ConfigError, match="unknown algorithm"):
         capacity.program_list("trivial,nonsense")
+    with pytest.raises(ConfigError, match=r"^codel\+lean\+constants: a program built with "
+                                          "constants is built for one configuration's file"):
+        capacity.program_list("codel,codel+lean+constants")
     limit = 10_000
     assert isinstance(capacity.bottleneck_aqm(Profile.named("all"), limit), Codel)
     assert isinstance(capacity.bottleneck_aqm(Profile.named("red"), limit), Red)

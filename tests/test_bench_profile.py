@@ -88,6 +88,24 @@ def test_profiles_pair_each_case_with_its_algorithms_one_algorithm_profile():
         ("codel-64B@codel+lean", "p4aqm@codel+lean")]
 
 
+def test_constants_add_the_lean_preset_built_with_each_cases_configuration():
+    """--constants: an algorithm that takes constants also runs on its lean preset built
+    with the configuration the benchmark gives its port; one that does not, as before."""
+    from benchmarks.suite import algorithm_list, cases, profile_of, with_profiles
+    listed = with_profiles(cases(True), algorithm_list("codel,red"), lean=True,
+                           constants=True)
+    assert [c.build for c in listed if c.program == "p4aqm"] == [
+        "p4aqm", "p4aqm@red", "p4aqm@red+lean", "p4aqm", "p4aqm@red", "p4aqm@red+lean",
+        "p4aqm", "p4aqm@codel", "p4aqm@codel+lean", "p4aqm@codel+lean+constants"]
+    case = next(c for c in listed if c.profile == "codel+lean+constants")
+    profile = profile_of("codel+lean+constants", listed)
+    action = case.port_config(2).encode().aqm
+    assert profile.name == "codel+lean+constants"
+    assert dict(profile.constants) == {k: v for k, v in action.params.items()
+                                       if k not in ("limit", "ecn_mode")}
+    assert profile_of("codel+lean", listed).constants is None
+
+
 def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
     """A peer's `# algorithm: codel` line sets it against our CoDel on "all", on the
     codel profile and on its lean preset; a peer without one is only measured, and a name
@@ -106,6 +124,10 @@ def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
     assert rows == [{"algorithm": "codel", "peer": "p4codel", "peer_instructions": 100.0,
                      "ours_all": 200.0, "ours_profile": 150.0, "ours_lean": 90.0,
                      "profile_vs_peer": 1.5, "lean_vs_peer": 0.9}]
+    counted["codel-64B@codel+lean+constants"] = 80.0
+    rows = head_to_head({k: {"instructions_per_packet": v} for k, v in counted.items()},
+                        {"p4codel": peer})
+    assert (rows[0]["ours_constants"], rows[0]["constants_vs_peer"]) == (80.0, 0.8)
 
 
 @pytest.mark.parametrize("name", ["codel", "no_aqm", "aecn-tcp", "trivial", "p4aqm"])
@@ -207,3 +229,14 @@ def test_compare_refuses_lean_builds_a_revision_cannot_leave_parts_out_of(tmp_pa
                                          r"build codel\+lean whole"):
         revision_source("ebc5aea", tmp_path / "base", ["codel", "codel+lean"])
     assert revision_source("HEAD", tmp_path / "head", ["codel", "codel+lean"]).is_file()
+
+
+def test_compare_refuses_constants_a_revision_cannot_build_in(tmp_path):
+    """Before PARAM (f54c140), a revision's p4src/ builds codel+lean+constants with its
+    parameters as action data."""
+    from benchmarks.suite import revision_source
+    with pytest.raises(SystemExit, match=r"f54c140's p4src/ has no parameters as constants, "
+                                         r"so it would build codel\+lean\+constants whole; "
+                                         r"compare it without --constants"):
+        revision_source("f54c140", tmp_path / "base", ["codel+lean", "codel+lean+constants"])
+    assert revision_source("f54c140", tmp_path / "lean", ["codel+lean"]).is_file()

@@ -6,8 +6,11 @@
 `--drop-at enqueue` builds the variant whose AQM runs in ingress, before the queue
 (p4src/include/control/queue_at_arrival.p4): the experiments' `--factor drop=enqueue`.
 `--algorithms` builds a profile with only those algorithms, and without the optional
-parts it names (`codel+lean`; control_plane/profiles.py), into <out>/profiles/<name>/; the default, "all", builds into <out>/ itself. `--into`
-builds into that folder whatever the profile (an experiment's run folder's build/).
+parts it names (`codel+lean`; control_plane/profiles.py), into <out>/profiles/<name>/;
+the default, "all", builds into <out>/ itself. `--constants FILE` builds a profile of one
+algorithm for the configuration of FILE (the TOML the controller reads), its parameters
+constants (`codel+lean+constants`). `--into` builds into that folder whatever the profile
+(an experiment's run folder's build/).
 
 `make build` runs this; the tests call compile_program() into their own folder.
 """
@@ -19,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from control_plane.algorithms import ALGORITHMS
+from control_plane.config_file import port_configs
 from control_plane.profiles import ALL_PROFILE, Profile
 from control_plane.program import PROGRAM, Artifacts
 from control_plane.values import ConfigError
@@ -53,6 +58,9 @@ def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
     """p4aqm.* for the main program (and its profile.json), <stem>.* for another one (the
     benchmark's), in `out` itself. A program whose folder has include/profile.p4 (main.p4,
     this revision's or a later one's) is given the profile's generated headers."""
+    if profile.constants == ():
+        raise CompileError(f"profile {profile.name} is built with its parameters as "
+                           "constants, and none were given: build it with --constants FILE")
     p4c = toolchain.require("p4c")
     out.mkdir(parents=True, exist_ok=True)
     artifacts = Artifacts.in_folder(out, PROGRAM if source == MAIN_P4 else source.stem)
@@ -89,6 +97,17 @@ def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
     return artifacts
 
 
+def configured(path: Path) -> dict[int, tuple[str, dict[str, int]]]:
+    """Each AQM port of a controller's configuration file: its algorithm and the
+    parameters the controller would write (the aqm_config action, encoded)."""
+    ports = {}
+    for config in port_configs(path):
+        action = config.encode().aqm
+        if action is not None:
+            ports[config.port] = (action.name, dict(action.params))
+    return ports
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group()
@@ -104,9 +123,17 @@ def main(argv: list[str] | None = None) -> int:
                              "only), or all (the default); then +lean to leave out every "
                              "optional part (telemetry, the seeded PRNG, reason counters, "
                              "input checks), or +no-<part> for one (codel+no-telemetry)")
+    parser.add_argument("--constants", type=Path, metavar="FILE",
+                        help="build the profile (one algorithm: "
+                             f"{', '.join(a for a, c in ALGORITHMS.items() if c.constants)}) "
+                             "for the configuration of FILE, the TOML the controller reads: its "
+                             "parameters become constants of the program, which the "
+                             "controller then refuses to change")
     args = parser.parse_args(argv)
     try:
         profile = Profile.parse(args.algorithms)
+        if args.constants is not None:
+            profile = profile.fixed(configured(args.constants), str(args.constants))
         print(f"building profile {profile.name}: {', '.join(profile.algorithms) or 'no AQM'}",
               flush=True)
         artifacts = compile_program(args.into or profile.folder(args.out),

@@ -27,6 +27,9 @@ def profile_header(profile: Profile, drop_at_enqueue: bool = False) -> str:
     if len(controls) == 1 and all(cls.control for cls in classes):
         lines.append("#define P4AQM_ONE_CONTROL")
     lines += [f"#define P4AQM_WITH_{part}" for part in profile.parts]
+    if profile.constants is not None:
+        lines.append("#define P4AQM_CONSTANTS")
+        lines += [f"#define P4AQM_CONSTANT_{name} {value}" for name, value in profile.constants]
     lines += [f"#define P4AQM_RECORD_{f.upper()}" for f in RECORD_FIELDS if f in record]
     lists = {
         "ALGORITHM": [f"X({cls.action.upper()}, {cls.action})" for cls in classes],

@@ -184,6 +184,10 @@ class Aqm:
     # Whether its control reads the packet's random draw (a profile of algorithms that
     # never draw has no draw: profiles.DRAWS).
     draws: ClassVar[bool] = True
+    # Whether its control reads its own parameters through PARAM (p4src/include/lib.p4), so
+    # a program of it alone can be built with them as constants (`tooling/build.py
+    # --constants FILE`: profiles.Profile.fixed).
+    constants: ClassVar[bool] = False
     # The parameters that ARED's and AMECN's automatic mode derives from a target delay
     # (`target_delay`, control_plane/adaptation.py's auto_thresholds); none: it has none.
     target_delay_sets: ClassVar[tuple[str, ...]] = ()

@@ -74,6 +74,7 @@ class Codel(Aqm):
     decides_at: ClassVar[str] = "departure"
     reads_sojourn: ClassVar[bool] = True
     draws: ClassVar[bool] = False
+    constants: ClassVar[bool] = True
     control: ClassVar[str] = "Codel"
     record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "avg", "count", "state0", "state1",
                                          "event")

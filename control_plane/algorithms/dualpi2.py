@@ -83,6 +83,7 @@ class DualPi2(Pi2):
     action: ClassVar[str] = "dualpi2"
     prose_name: ClassVar[str] = "DualPI2"
     parts: ClassVar[tuple[str, ...]] = ("PRIORITY_QUEUES",)
+    constants: ClassVar[bool] = False    # its own parameters are read as action data
     step_thresh: float | None = None   # s; None: auto_step_thresh
     step_qlen: int = 1                 # packets found in the L queue for the step to mark
     l_rate: float = 1.0                # the L queue's rate, a fraction of the port's

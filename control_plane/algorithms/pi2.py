@@ -67,6 +67,7 @@ class Pi2(Aqm):
     decides_at: ClassVar[str] = "departure"
     family: ClassVar[str] = "pi2"      # DualPI2 keeps PI2's parameters, and back
     reads_sojourn: ClassVar[bool] = True
+    constants: ClassVar[bool] = True
     ect1: ClassVar[str] = "L4S (RFC 9331)"
     group_names: ClassVar[tuple[str, ...]] = CLASSES
     control: ClassVar[str] = "Pi2"

@@ -115,6 +115,7 @@ class Pie(Aqm):
     action: ClassVar[str] = "pie"
     prose_name: ClassVar[str] = "PIE"
     reads_sojourn: ClassVar[bool] = True
+    constants: ClassVar[bool] = True
     control: ClassVar[str] = "Pie"
     record: ClassVar[tuple[str, ...]] = ("deq_qdepth", "avg", "count", "prob", "state0",
                                          "state1", "event")

@@ -14,6 +14,25 @@
 #define NEGATIVE48(d) ((d) >= 48w0x800000000000)
 #define AT_OR_AFTER(t, since) (!NEGATIVE48((t) - (since)))
 
+// A tunable of the port's algorithm: the action data its aqm_config action wrote into the
+// algorithm's header, or, in a program built for one configuration (`tooling/build.py
+// --constants FILE`, for an algorithm whose class says `constants`), the value the build
+// encoded from that file (generated with P4AQM_CONSTANTS, one per name): then the header
+// has no field for it and the action no write, which every packet would pay for
+// (defines.p4).
+//   PARAM(v, name)               reads it
+//   PARAM_FIELD(type, name)      declares its field in the header
+//   SET_PARAM(v, name, value)    the action's write of it
+#ifdef P4AQM_CONSTANTS
+#define PARAM(v, name) (P4AQM_CONSTANT_##name)
+#define PARAM_FIELD(type, name)
+#define SET_PARAM(v, name, value)
+#else
+#define PARAM(v, name) v.name
+#define PARAM_FIELD(type, name) type name;
+#define SET_PARAM(v, name, value) v.name = value;
+#endif
+
 // Linear interpolation inside one bucket of a lookup table (control_plane/lookup.py): the
 // value at the bucket's start minus its drop across the bucket, scaled by how far into the
 // bucket (offset < 2^shift <= 2^31) the input lies.

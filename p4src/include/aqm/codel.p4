@@ -18,11 +18,12 @@ const bit<32> CODEL_AFTER_ENTRY = 8;    // the last packet, the drop that entere
 const bit<32> CODEL_AFTER_MARK = 16;    // the last packet, marked in the dropping state
 
 // A port's CoDel parameters and the control's working values: one header (red.p4 says why).
+// The parameters are read with PARAM: constants in a build for one configuration (lib.p4).
 header codel_h {
-    usec_t  target;
-    usec_t  interval;
-    usec_t  reentry;       // 16 intervals
-    bit<32> min_backlog;   // PKTS
+    PARAM_FIELD(usec_t, target)
+    PARAM_FIELD(usec_t, interval)
+    PARAM_FIELD(usec_t, reentry)        // 16 intervals
+    PARAM_FIELD(bit<32>, min_backlog)   // PKTS
     // The control's
     bit<48> first_above;   // USEC48, first_above_time
     bit<48> drop_next;     // USEC48
@@ -42,10 +43,10 @@ header codel_h {
         aqm_common(CODEL_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         meta.aqm.codel.setValid(); \
-        meta.aqm.codel.target = target; \
-        meta.aqm.codel.interval = interval; \
-        meta.aqm.codel.reentry = reentry; \
-        meta.aqm.codel.min_backlog = min_backlog; \
+        SET_PARAM(meta.aqm.codel, target, target) \
+        SET_PARAM(meta.aqm.codel, interval, interval) \
+        SET_PARAM(meta.aqm.codel, reentry, reentry) \
+        SET_PARAM(meta.aqm.codel, min_backlog, min_backlog) \
     }
 
 // How AqmDispatch applies the control.
@@ -64,7 +65,7 @@ control CodelDodequeue(in standard_metadata_t std_meta,
 
     action first_above_target() {
         rec.CODEL_FLAGS = rec.CODEL_FLAGS | CODEL_ABOVE;
-        v.first_above = std_meta.egress_global_timestamp + (bit<48>)v.interval;
+        v.first_above = std_meta.egress_global_timestamp + (bit<48>)PARAM(v, interval);
         rec.region = REGION_A;
     }
 
@@ -78,8 +79,8 @@ control CodelDodequeue(in standard_metadata_t std_meta,
     }
 
     apply {
-        if ((usec_t)std_meta.deq_timedelta < v.target
-                || rec.deq_qdepth <= v.min_backlog) {
+        if ((usec_t)std_meta.deq_timedelta < PARAM(v, target)
+                || rec.deq_qdepth <= PARAM(v, min_backlog)) {
             if ((rec.CODEL_FLAGS & CODEL_ABOVE) != 0) {
                 below_target();
             }
@@ -146,7 +147,8 @@ control CodelControlLaw(in port_t index,
             delta();
             if (v.law_count <= 1
                     || (AT_OR_AFTER(std_meta.egress_global_timestamp, v.drop_next)
-                        && std_meta.egress_global_timestamp - v.drop_next >= (bit<48>)v.reentry)) {
+                        && std_meta.egress_global_timestamp - v.drop_next
+                           >= (bit<48>)PARAM(v, reentry))) {
                 from_one();
             }
             from_now();

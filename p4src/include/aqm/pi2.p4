@@ -24,14 +24,15 @@ const bit<8> PI2_DUAL_PACED = 2;
 const usec_t PI2_NO_STEP = 0xffffffff;
 
 // A port's PI2 or DualPI2 parameters and the control's working values: one header
-// (red.p4 says why).
+// (red.p4 says why). PI2's parameters are read with PARAM: constants in a build for one
+// configuration (lib.p4).
 header pi2_h {
-    pgain_t alpha;           // P48 per USEC of delay
-    pgain_t beta;
-    p48_t   alpha_target;    // alpha * target
-    usec_t  tupdate;
-    bit<32> inv_tupdate;     // ceil(2^32 / tupdate)
-    bit<8>  k;               // the coupling factor, a whole number
+    PARAM_FIELD(pgain_t, alpha)           // P48 per USEC of delay
+    PARAM_FIELD(pgain_t, beta)
+    PARAM_FIELD(p48_t, alpha_target)      // alpha * target
+    PARAM_FIELD(usec_t, tupdate)
+    PARAM_FIELD(bit<32>, inv_tupdate)     // ceil(2^32 / tupdate)
+    PARAM_FIELD(bit<8>, k)                // the coupling factor, a whole number
 #ifdef P4AQM_WITH_PRIORITY_QUEUES
     bit<8>  dual;            // PI2_ONE_QUEUE, or DualPI2 (dualpi2.p4): the fields below
     usec_t  step_thresh;
@@ -58,12 +59,12 @@ header pi2_h {
 // PI2's and DualPI2's shared step (DUALPI2_ACTION).
 #define PI2_CORE(ALPHA, BETA, ALPHA_TARGET, TUPDATE, INV_TUPDATE, K) \
     meta.aqm.pi2.setValid(); \
-    meta.aqm.pi2.alpha = ALPHA; \
-    meta.aqm.pi2.beta = BETA; \
-    meta.aqm.pi2.alpha_target = ALPHA_TARGET; \
-    meta.aqm.pi2.tupdate = TUPDATE; \
-    meta.aqm.pi2.inv_tupdate = INV_TUPDATE; \
-    meta.aqm.pi2.k = K;
+    SET_PARAM(meta.aqm.pi2, alpha, ALPHA) \
+    SET_PARAM(meta.aqm.pi2, beta, BETA) \
+    SET_PARAM(meta.aqm.pi2, alpha_target, ALPHA_TARGET) \
+    SET_PARAM(meta.aqm.pi2, tupdate, TUPDATE) \
+    SET_PARAM(meta.aqm.pi2, inv_tupdate, INV_TUPDATE) \
+    SET_PARAM(meta.aqm.pi2, k, K)
 #define PI2_ACTION \
     action pi2(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
                bit<2> ecn_mode, pgain_t alpha, pgain_t beta, p48_t alpha_target, \
@@ -93,8 +94,8 @@ control Pi2Update(inout pi2_h v,
 
     apply {
         rec.PI2_QDELAY = v.prev;
-        pi_update.apply(v.alpha, v.beta, v.alpha_target, v.prev, rec.PI2_QDELAY_OLD,
-                        (bit<96>)v.prob, v.up, v.down);
+        pi_update.apply(PARAM(v, alpha), PARAM(v, beta), PARAM(v, alpha_target), v.prev,
+                        rec.PI2_QDELAY_OLD, (bit<96>)v.prob, v.up, v.down);
         if (v.down >= v.up) {
             v.prob = 0;
         } else if (v.up - v.down >= (bit<96>)P48_ONE) {
@@ -104,8 +105,8 @@ control Pi2Update(inout pi2_h v,
         }
         rec.PI2_QDELAY_OLD = v.prev;
         if (v.missed != 0) {
-            v.down = (bit<96>)v.beta * (bit<96>)rec.PI2_QDELAY_OLD
-                     + (bit<96>)v.alpha_target * (bit<96>)v.missed;
+            v.down = (bit<96>)PARAM(v, beta) * (bit<96>)rec.PI2_QDELAY_OLD
+                     + (bit<96>)PARAM(v, alpha_target) * (bit<96>)v.missed;
             if (v.down >= (bit<96>)v.prob) {
                 v.prob = 0;
             } else {
@@ -133,7 +134,7 @@ control Pi2Signal(in standard_metadata_t std_meta,
         if (v.classic > (bit<64>)FRAC32_ONE) {
             v.classic = (bit<64>)FRAC32_ONE;
         }
-        v.coupled = v.prob * (bit<64>)v.k;
+        v.coupled = v.prob * (bit<64>)PARAM(v, k);
         if (rec.PI2_CLASS == PI2_CLASSIC) {
             rec.prob = (frac32_t)v.classic;
             if (rec.rnd < rec.prob) {
@@ -216,8 +217,8 @@ control Pi2(in port_t index,
         if (rec.ecn_in[0:0] == 1) {
             rec.PI2_CLASS = PI2_L4S;
         }
-        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, v.tupdate, v.inv_tupdate,
-                      v.cur, v.next, v.due, v.missed);
+        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, PARAM(v, tupdate),
+                      PARAM(v, inv_tupdate), v.cur, v.next, v.due, v.missed);
         if (v.due == 1) {
             update.apply(v, rec);
         }

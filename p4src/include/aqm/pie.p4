@@ -23,19 +23,20 @@ const bit<64> PIE_DERAND_LOW = 239253730204058;    // 0.85 (P48)
 const bit<64> PIE_DERAND_HIGH = 2392537302040576;  // 8.5 (P48)
 
 // A port's PIE parameters and the control's working values: one header (red.p4 says why).
+// The parameters are read with PARAM: constants in a build for one configuration (lib.p4).
 header pie_h {
-    pgain_t  alpha;         // P48 per USEC of delay
-    pgain_t  beta;
-    p48_t    alpha_target;  // alpha * target
-    usec_t   half_target;   // target / 2
-    usec_t   tupdate;
-    bit<32>  inv_tupdate;   // ceil(2^32 / tupdate)
-    usec_t   max_burst;
-    p48_t    mark_ecnth;
-    frac32_t decay;         // 0.98
-    p48_t    cap;           // the capped increase, or 1.0 (no cap)
-    bit<32>  min_backlog;   // PKTS
-    bit<8>   derandomize;
+    PARAM_FIELD(pgain_t, alpha)         // P48 per USEC of delay
+    PARAM_FIELD(pgain_t, beta)
+    PARAM_FIELD(p48_t, alpha_target)    // alpha * target
+    PARAM_FIELD(usec_t, half_target)    // target / 2
+    PARAM_FIELD(usec_t, tupdate)
+    PARAM_FIELD(bit<32>, inv_tupdate)   // ceil(2^32 / tupdate)
+    PARAM_FIELD(usec_t, max_burst)
+    PARAM_FIELD(p48_t, mark_ecnth)
+    PARAM_FIELD(frac32_t, decay)        // 0.98
+    PARAM_FIELD(p48_t, cap)             // the capped increase, or 1.0 (no cap)
+    PARAM_FIELD(bit<32>, min_backlog)   // PKTS
+    PARAM_FIELD(bit<8>, derandomize)
     // The control's
     bit<48> next;          // the next update (IntervalClock)
     bit<32> missed;        // boundaries that passed without a departure
@@ -63,18 +64,18 @@ header pie_h {
         aqm_common(PIE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
                    use_bmv2_random); \
         meta.aqm.pie.setValid(); \
-        meta.aqm.pie.alpha = alpha; \
-        meta.aqm.pie.beta = beta; \
-        meta.aqm.pie.alpha_target = alpha_target; \
-        meta.aqm.pie.half_target = half_target; \
-        meta.aqm.pie.tupdate = tupdate; \
-        meta.aqm.pie.inv_tupdate = inv_tupdate; \
-        meta.aqm.pie.max_burst = max_burst; \
-        meta.aqm.pie.mark_ecnth = mark_ecnth; \
-        meta.aqm.pie.decay = decay; \
-        meta.aqm.pie.cap = cap; \
-        meta.aqm.pie.min_backlog = min_backlog; \
-        meta.aqm.pie.derandomize = derandomize; \
+        SET_PARAM(meta.aqm.pie, alpha, alpha) \
+        SET_PARAM(meta.aqm.pie, beta, beta) \
+        SET_PARAM(meta.aqm.pie, alpha_target, alpha_target) \
+        SET_PARAM(meta.aqm.pie, half_target, half_target) \
+        SET_PARAM(meta.aqm.pie, tupdate, tupdate) \
+        SET_PARAM(meta.aqm.pie, inv_tupdate, inv_tupdate) \
+        SET_PARAM(meta.aqm.pie, max_burst, max_burst) \
+        SET_PARAM(meta.aqm.pie, mark_ecnth, mark_ecnth) \
+        SET_PARAM(meta.aqm.pie, decay, decay) \
+        SET_PARAM(meta.aqm.pie, cap, cap) \
+        SET_PARAM(meta.aqm.pie, min_backlog, min_backlog) \
+        SET_PARAM(meta.aqm.pie, derandomize, derandomize) \
     }
 
 // How AqmDispatch applies the control.
@@ -133,7 +134,7 @@ control PieIdleUpdates(in port_t index,
             }
             pie_idle_to.apply();
         }
-        v.up = (bit<96>)v.tupdate * (bit<96>)v.missed;
+        v.up = (bit<96>)PARAM(v, tupdate) * (bit<96>)v.missed;
         if ((bit<96>)rec.PIE_BURST_ALLOWANCE > v.up) {
             rec.PIE_BURST_ALLOWANCE = rec.PIE_BURST_ALLOWANCE - (bit<32>)v.up;
         } else {
@@ -152,8 +153,8 @@ control PieCalculateDropProb(in port_t index,
 
     apply {
         rec.PIE_QDELAY = v.prev;
-        pi_update.apply(v.alpha, v.beta, v.alpha_target, v.prev, rec.PIE_QDELAY_OLD, 0,
-                        v.up, v.down);
+        pi_update.apply(PARAM(v, alpha), PARAM(v, beta), PARAM(v, alpha_target), v.prev,
+                        rec.PIE_QDELAY_OLD, 0, v.up, v.down);
         // Auto-tuning (RFC 8033 4.2): the change scaled down by p's band.
         if (v.prob < PIE_BAND_6) {
             v.shift = 11;
@@ -171,8 +172,8 @@ control PieCalculateDropProb(in port_t index,
         if (v.up >= v.down) {
             // An increase, capped at `cap` once p >= 0.1 (RFC 8033 5.5), p at most 1.
             v.step = (v.up - v.down) >> v.shift;
-            if (v.prob >= PIE_BAND_1 && v.step > (bit<96>)v.cap) {
-                v.step = (bit<96>)v.cap;
+            if (v.prob >= PIE_BAND_1 && v.step > (bit<96>)PARAM(v, cap)) {
+                v.step = (bit<96>)PARAM(v, cap);
             }
             v.step = v.step + (bit<96>)v.prob;
             if (v.step > (bit<96>)P48_ONE) {
@@ -189,11 +190,11 @@ control PieCalculateDropProb(in port_t index,
         }
         // The queue was idle: p decays.
         if (v.prev == 0 && rec.PIE_QDELAY_OLD == 0) {
-            v.prob = (p48_t)(((bit<96>)v.prob * (bit<96>)v.decay) >> 32);
+            v.prob = (p48_t)(((bit<96>)v.prob * (bit<96>)PARAM(v, decay)) >> 32);
         }
         rec.PIE_QDELAY_OLD = v.prev;
-        if (rec.PIE_BURST_ALLOWANCE > v.tupdate) {
-            rec.PIE_BURST_ALLOWANCE = rec.PIE_BURST_ALLOWANCE - v.tupdate;
+        if (rec.PIE_BURST_ALLOWANCE > PARAM(v, tupdate)) {
+            rec.PIE_BURST_ALLOWANCE = rec.PIE_BURST_ALLOWANCE - PARAM(v, tupdate);
         } else {
             rec.PIE_BURST_ALLOWANCE = 0;
         }
@@ -215,9 +216,9 @@ control PieDropEarly(in standard_metadata_t std_meta,
                      inout aqm_record_h rec) {
     apply {
         if (rec.PIE_BURST_ALLOWANCE == 0
-                && !(rec.PIE_QDELAY_OLD < v.half_target && v.prob < PIE_SAFE_P)
-                && (bit<32>)std_meta.enq_qdepth > v.min_backlog) {
-            if (v.derandomize == 0) {
+                && !(rec.PIE_QDELAY_OLD < PARAM(v, half_target) && v.prob < PIE_SAFE_P)
+                && (bit<32>)std_meta.enq_qdepth > PARAM(v, min_backlog)) {
+            if (PARAM(v, derandomize) == 0) {
                 if (rec.rnd < rec.prob) {
                     rec.fire = 1;
                 }
@@ -234,7 +235,7 @@ control PieDropEarly(in standard_metadata_t std_meta,
             if (rec.fire == 1) {
                 v.accu = 0;
                 if (rec.ecn_mode != ECN_MODE_DROP && rec.ecn_in != (bit<8>)ECN_NOT_ECT
-                        && v.prob > v.mark_ecnth) {
+                        && v.prob > PARAM(v, mark_ecnth)) {
                     rec.region = REGION_FORCED;
                 }
             }
@@ -269,7 +270,7 @@ control Pie(in port_t index,
         v.prob = 0;
         rec.PIE_QDELAY_OLD = 0;
         v.prev = 0;
-        rec.PIE_BURST_ALLOWANCE = v.max_burst;
+        rec.PIE_BURST_ALLOWANCE = PARAM(v, max_burst);
         v.accu = 0;
     }
 
@@ -286,14 +287,15 @@ control Pie(in port_t index,
         if (rec.fresh == 1) {
             init();
         }
-        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, v.tupdate, v.inv_tupdate,
-                      v.cur, v.next, v.due, v.missed);
+        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, PARAM(v, tupdate),
+                      PARAM(v, inv_tupdate), v.cur, v.next, v.due, v.missed);
         if (v.due == 1) {
             calculate_drop_prob.apply(index, v, rec);
         }
         // The burst allowance refilled once p is 0 and both delays are low.
-        if (v.prob == 0 && v.cur < v.half_target && rec.PIE_QDELAY_OLD < v.half_target) {
-            rec.PIE_BURST_ALLOWANCE = v.max_burst;
+        if (v.prob == 0 && v.cur < PARAM(v, half_target)
+                && rec.PIE_QDELAY_OLD < PARAM(v, half_target)) {
+            rec.PIE_BURST_ALLOWANCE = PARAM(v, max_burst);
         }
         // p in FRAC32, saturated: p <= 1.0, and only 1.0 is past FRAC32's range.
         rec.prob = (frac32_t)(v.prob >> 16);
