@@ -153,9 +153,10 @@ def _automatic(cls: type[Aqm], values: dict[str, str], link_pps: float) -> dict[
 def change(config: PortConfig, algorithm: str | None = None,
            values: dict[str, str] | None = None) -> PortConfig:
     """A new, validated PortConfig: the algorithm (kept if None) and parameter changes given
-    as text in physical units (packets, probabilities, seconds). Within a family (the RED
-    family) every shared parameter carries over; to another algorithm only the limit and
-    the ECN mode do (the same name can mean different things: NEWQUE's and REM's alpha).
+    as text in physical units (packets, probabilities, seconds). Within a family (the
+    classes' `family`: the RED family, PI2 and DualPI2) every shared parameter carries
+    over; to another algorithm only the limit and the ECN mode do (the same name can mean
+    different things: NEWQUE's and REM's alpha).
     Unknown names are refused."""
     values = dict(values or {})
     cls = type(config.aqm)

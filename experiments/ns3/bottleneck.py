@@ -32,8 +32,7 @@ U32, U48 = 0xFFFF_FFFF, (1 << 48) - 1
 DROP = -1        # twin.cc's DROP
 def decides_at_arrival(aqm: Aqm, decide_at: str) -> bool:
     """Whether the twin decides on arrival: where the algorithm's paper does ("paper": its
-    class's `decides_at`: CoDel, PI2 and DualPI2 at dequeue, AECN and NEWQUE at the front,
-    the others on arrival), or where the factor says."""
+    class's `decides_at`, which docs/experiments/twin.md lists), or where the factor says."""
     return (type(aqm).decides_at if decide_at == "paper" else decide_at) == "arrival"
 
 
