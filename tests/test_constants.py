@@ -19,7 +19,7 @@ from support.testbeds import hosts_testbed, routed_switch
 from control_plane.algorithms import ALGORITHMS
 from control_plane.aqm import Codel, ConfigError, Pie, PortConfig
 from control_plane.profiles import CONSTANTS, LEAN, PROFILE_FILE, SHARED_PARAMS, Profile
-from tooling import build
+from tooling import build, toolchain
 from tooling.generate import profile_header
 
 # The algorithms whose control reads its parameters through PARAM.
@@ -33,6 +33,14 @@ def encoded(config: PortConfig) -> tuple[str, dict[str, int]]:
 
 def codel_port(port: int = 2, **params) -> tuple[str, dict[str, int]]:
     return encoded(PortConfig(port=port, aqm=Codel(**params), link_pps=1000.0))
+
+
+@pytest.fixture
+def p4c() -> None:
+    """The tests that compile skip, saying why, without p4c."""
+    reason = toolchain.missing("p4c")
+    if reason:
+        pytest.skip(f"needs p4c: {reason}")
 
 
 def write_config(folder: Path, ports: str) -> Path:
@@ -137,7 +145,7 @@ async def test_a_controller_starts_on_the_configuration_built_in(tmp_path):
 
 
 @pytest.mark.p4
-def test_the_build_reads_the_controllers_file(tmp_path):
+def test_the_build_reads_the_controllers_file(p4c, tmp_path):
     """`make build ALGORITHMS=codel+lean CONSTANTS=aqm.toml`: the profile's folder, its
     profile.json with the values the controller would write, the P4Info naming it."""
     path = write_config(tmp_path, '[[port]]\nport = 2\nlink_pps = 1000\nalgorithm = "codel"\n'
@@ -155,7 +163,7 @@ def test_the_build_reads_the_controllers_file(tmp_path):
 
 @pytest.mark.p4
 @pytest.mark.parametrize("action", WITH_CONSTANTS)
-def test_a_constant_has_no_field_in_the_programs_parameter_header(tmp_path, action):
+def test_a_constant_has_no_field_in_the_programs_parameter_header(p4c, tmp_path, action):
     """Each parameter the action takes beyond the shared ones is a field of the
     algorithm's header on a program with action data, and none on the one built with
     constants: every read of it goes through PARAM."""
@@ -183,7 +191,7 @@ def constants_testbed(tmp_path):
 @pytest.mark.p4
 @pytest.mark.root
 @pytest.mark.parametrize("action", WITH_CONSTANTS)
-async def test_the_program_built_with_constants_follows_the_model(constants_testbed,
+async def test_the_program_built_with_constants_follows_the_model(p4c, constants_testbed,
                                                                    tmp_path, action):
     """Its parameters constants, the algorithm and the golden model with the same
     configuration agree packet by packet (codepoints, drops, counters, draws), as on the
