@@ -293,6 +293,7 @@ def cpu_interleaved(all_cases: list[Case], artifacts: dict[str, Artifacts], work
     the median), and the capacity against the trivial program's (its median over the
     case's)."""
     trials: dict[str, list[float]] = {case.name: [] for case in all_cases}
+    work.mkdir(parents=True, exist_ok=True)
     pcaps = {case.name: dataplane.make_pcap(work, case) for case in all_cases}
     for n in range(rounds):
         order = all_cases[n % len(all_cases):] + all_cases[:n % len(all_cases)]

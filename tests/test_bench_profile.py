@@ -196,7 +196,8 @@ def test_interleaved_rounds_rotate_the_cases_and_keep_each_ones_median_and_sprea
         monkeypatch, tmp_path):
     """--interleaved: every round runs every case once, starting one case later each round;
     each case's figure is the median of its trials, its spread half their range against the
-    median, its capacity the trivial program's median over its own."""
+    median, its capacity the trivial program's median over its own; each case's frames are
+    written once, into a work folder that did not exist yet."""
     from contextlib import nullcontext
 
     from benchmarks import dataplane, suite
@@ -206,12 +207,13 @@ def test_interleaved_rounds_rotate_the_cases_and_keep_each_ones_median_and_sprea
     costs = {"trivial-64B": iter([10.0, 12.0, 11.0, 10.0, 30.0]),
              "codel-64B": iter([40.0, 44.0, 42.0, 41.0, 43.0]),
              "p4codel-64B": iter([20.0, 21.0, 22.0, 20.0, 22.0])}
-    ran = []
+    ran, pcaps = [], set()
     monkeypatch.setattr(dataplane, "case_testbed", lambda case, *_: nullcontext(case))
-    monkeypatch.setattr(dataplane, "make_pcap", lambda *_: tmp_path)
-    monkeypatch.setattr(dataplane, "cost_trial",
-                        lambda case, *_: ran.append(case.name) or next(costs[case.name]))
-    out = suite.cpu_interleaved(listed, {}, tmp_path, 5)
+    monkeypatch.setattr(dataplane, "cost_trial", lambda case, _, pcap: (
+        ran.append(case.name), pcaps.add(pcap))[0] or next(costs[case.name]))
+    work = tmp_path / "interleaved"
+    out = suite.cpu_interleaved(listed, {}, work, 5)
+    assert pcaps == set(work.glob("*.pcap")) and len(pcaps) == 1   # the cases' frames agree
     names = [c.name for c in listed]
     assert ran == [*names, *names[1:], names[0], names[2], *names[:2], *names,
                    *names[1:], names[0]]
