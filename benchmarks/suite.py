@@ -117,9 +117,9 @@ def profile_of(name: str, all_cases: list[Case]) -> Profile:
     profile = Profile.named(name)
     if profile.constants is None:
         return profile
-    ports = {i: (action.name, action.params) for i, case in enumerate(all_cases, 1)
-             if case.profile == name and (action := case.port_config(i).encode().aqm)}
-    return Profile.parse(profile.listed).fixed(ports, f"the cases on {name}")
+    configs = [case.port_config(i) for i, case in enumerate(all_cases, 1)
+               if case.profile == name]
+    return Profile.parse(profile.listed).fixed(configs, f"the cases on {name}")
 
 
 def algorithm_list(text: str) -> frozenset[str] | None:

@@ -28,13 +28,14 @@ the P4Info it pushes and refuses a port configuration the profile lacks (Profile
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import finsy as fy
 
 from control_plane.algorithms import ALGORITHMS
+from control_plane.aqm import PortConfig
 from control_plane.values import ConfigError, shown_input
 
 ALL = "all"
@@ -232,12 +233,13 @@ class Profile:
         <root>/profiles/<name>."""
         return root if self.name == ALL else root / "profiles" / self.name
 
-    def fixed(self, ports: Mapping[int, tuple[str, Mapping[str, int]]],
-              source: str) -> "Profile":
-        """This profile built for one configuration, `source`'s: `ports` is each of its AQM
-        ports' algorithm and encoded parameters (the aqm_config action the controller would
-        write). Every one must run the profile's one algorithm, which must read its
-        parameters through PARAM (its class's `constants`), with the same parameters."""
+    def fixed(self, configs: Iterable[PortConfig], source: str) -> "Profile":
+        """This profile built for one configuration, `source`'s ports: each AQM port's
+        aqm_config action, encoded as the controller would write it, must run the profile's
+        one algorithm, which must read its parameters through PARAM (its class's
+        `constants`), with the same parameters."""
+        ports = {config.port: (action.name, action.params) for config in configs
+                 if (action := config.encode().aqm) is not None}
         able = [a for a, cls in ALGORITHMS.items() if cls.constants]
         if len(self.algorithms) != 1 or self.algorithms[0] not in able:
             raise ConfigError(f"--constants builds a profile of one of {', '.join(able)} "

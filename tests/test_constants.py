@@ -31,8 +31,8 @@ def encoded(config: PortConfig) -> tuple[str, dict[str, int]]:
     return action.name, dict(action.params)
 
 
-def codel_port(port: int = 2, **params) -> tuple[str, dict[str, int]]:
-    return encoded(PortConfig(port=port, aqm=Codel(**params), link_pps=1000.0))
+def codel_port(port: int = 2, **params) -> PortConfig:
+    return PortConfig(port=port, aqm=Codel(**params), link_pps=1000.0)
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_the_profiles_page_names_the_algorithms_that_take_constants():
 
 
 def test_a_profile_built_for_one_configuration_keeps_its_encoded_parameters():
-    fixed = Profile.parse(f"codel+{LEAN}").fixed({2: codel_port(target=0.01)}, "aqm.toml")
+    fixed = Profile.parse(f"codel+{LEAN}").fixed([codel_port(target=0.01)], "aqm.toml")
     assert fixed.name == f"codel+{LEAN}+{CONSTANTS}"
     assert dict(fixed.constants) == {"target": 10_000, "interval": 100_000,
                                      "reentry": 1_600_000, "min_backlog": 1}
@@ -82,16 +82,16 @@ def test_a_profile_named_with_constants_does_not_build_without_them(tmp_path):
 
 
 @pytest.mark.parametrize("profile, ports, message", [
-    ("all", {2: codel_port()}, "--constants builds a profile of one of codel, pie, pi2 "
+    ("all", [codel_port()], "--constants builds a profile of one of codel, pie, pi2 "
                                 "(--algorithms codel, or codel+lean), not all"),
-    ("red", {2: codel_port()}, "--constants builds a profile of one of codel, pie, pi2 "
+    ("red", [codel_port()], "--constants builds a profile of one of codel, pie, pi2 "
                                 "(--algorithms codel, or codel+lean), not red"),
-    ("codel", {2: codel_port(), 3: encoded(PortConfig(port=3, aqm=Pie(), link_pps=1000.0))},
+    ("codel", [codel_port(), PortConfig(port=3, aqm=Pie(), link_pps=1000.0)],
      "aqm.toml: port 3 runs pie; a program built with codel's constants runs only codel"),
-    ("codel", {2: codel_port(), 3: codel_port(3, interval=0.2)},
+    ("codel", [codel_port(), codel_port(3, interval=0.2)],
      "aqm.toml: ports 2 and 3 differ in interval, reentry (encoded); a program built "
      "with constants has one value of each"),
-    ("codel", {}, "aqm.toml configures no port with codel"),
+    ("codel", [], "aqm.toml configures no port with codel"),
 ], ids=["all", "an-algorithm-without-param-reads", "another-algorithm",
         "ports-that-differ", "no-port"])
 def test_a_configuration_a_program_cannot_be_built_for_is_refused(profile, ports, message):
@@ -101,22 +101,22 @@ def test_a_configuration_a_program_cannot_be_built_for_is_refused(profile, ports
 
 
 def test_the_controller_refuses_parameters_other_than_those_built_in():
-    fixed = Profile.parse("codel").fixed({2: codel_port()}, "aqm.toml")
-    fixed.check_constants(codel_port()[1] | {"limit": 7})    # limit stays action data
+    fixed = Profile.parse("codel").fixed([codel_port()], "aqm.toml")
+    fixed.check_constants(encoded(codel_port())[1] | {"limit": 7})    # limit stays action data
     with pytest.raises(ConfigError) as refused:
-        fixed.check_constants(codel_port(target=0.002)[1])
+        fixed.check_constants(encoded(codel_port(target=0.002))[1])
     assert str(refused.value) == (
         "profile codel+constants was built with its parameters as constants "
         "(--constants), and this configuration encodes target 2000 where it has 5000: "
         "configure those values, or make build ALGORITHMS=codel (into "
         "build/profiles/codel/) builds one that takes them at run time")
-    Profile.parse("codel").check_constants(codel_port(target=0.002)[1])
+    Profile.parse("codel").check_constants(encoded(codel_port(target=0.002))[1])
 
 
 def constants_build(folder: Path, target: float) -> Path:
     """A build folder that is never pushed, of a program built with CoDel's constants."""
     from support.programs import stub_build
-    profile = Profile.parse("codel").fixed({2: codel_port(target=target)}, "aqm.toml")
+    profile = Profile.parse("codel").fixed([codel_port(target=target)], "aqm.toml")
     artifacts = stub_build(folder, ("codel",), profile.name)
     profile.write(folder)
     return artifacts
@@ -156,7 +156,7 @@ def test_the_build_reads_the_controllers_file(p4c, tmp_path):
     folder = tmp_path / "build" / "profiles" / f"codel+{LEAN}+{CONSTANTS}"
     saved = json.loads((folder / PROFILE_FILE).read_text())
     assert saved["constants"] == dict(Profile.parse("codel").fixed(
-        {2: codel_port(target=0.002)}, "").constants)
+        [codel_port(target=0.002)], "").constants)
     assert Profile.of_p4info(folder / "p4aqm.p4info.txtpb").constants == tuple(
         sorted(saved["constants"].items()))
 
@@ -170,7 +170,7 @@ def test_a_constant_has_no_field_in_the_programs_parameter_header(p4c, tmp_path,
     contract = declared(action)
     config = PortConfig(port=PORT, aqm=contract.good, link_pps=RATE_PPS)
     runtime = Profile.parse(action)
-    fixed = runtime.fixed({PORT: encoded(config)}, "contract")
+    fixed = runtime.fixed([config], "contract")
 
     def fields(profile: Profile) -> set[str]:
         out = build.compile_program(tmp_path / profile.name, profile=profile)
@@ -200,7 +200,7 @@ async def test_the_program_built_with_constants_follows_the_model(p4c, constants
     contract = declared(action)    # the configuration its checks are written for
     config = PortConfig(port=PORT, aqm=contract.unseeded, link_pps=RATE_PPS,
                         telemetry_interval=0.0)
-    profile = Profile.parse(action).fixed({PORT: encoded(config)}, "contract")
+    profile = Profile.parse(action).fixed([config], "contract")
     program = build.compile_program(tmp_path / "program", profile=profile)
     async with routed_switch(constants_testbed, program) as sw:
         assert sw.profile.constants == profile.constants

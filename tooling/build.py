@@ -97,17 +97,6 @@ def compile_program(out: Path, source: Path = MAIN_P4, drop_at: str = "dequeue",
     return artifacts
 
 
-def configured(path: Path) -> dict[int, tuple[str, dict[str, int]]]:
-    """Each AQM port of a controller's configuration file: its algorithm and the
-    parameters the controller would write (the aqm_config action, encoded)."""
-    ports = {}
-    for config in port_configs(path):
-        action = config.encode().aqm
-        if action is not None:
-            ports[config.port] = (action.name, dict(action.params))
-    return ports
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group()
@@ -133,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         profile = Profile.parse(args.algorithms)
         if args.constants is not None:
-            profile = profile.fixed(configured(args.constants), str(args.constants))
+            profile = profile.fixed(port_configs(args.constants), str(args.constants))
         print(f"building profile {profile.name}: {', '.join(profile.algorithms) or 'no AQM'}",
               flush=True)
         artifacts = compile_program(args.into or profile.folder(args.out),
