@@ -79,6 +79,10 @@ def met(i: int, r: dict) -> dict:
         out["capacity_vs_trivial"] = {
             build: optional(capacity, build, NUMBER, where + "capacity_vs_trivial.")
             for build in BUILDS}
+    parameters = optional(r, "parameters", dict, where)   # the peer's, ours ran them
+    if parameters:
+        out["parameters"] = {name: field(parameters, name, str, where + "parameters.")
+                             for name in parameters}
     return out
 
 
@@ -246,7 +250,10 @@ def head_to_head_rows(doc: dict) -> list[dict]:
     rows = doc.get("head_to_head", [])
     lean = any(r.get("ours_lean") is not None for r in rows)   # a run with --lean
     fixed = any(r.get("ours_constants") is not None for r in rows)   # with --constants
-    return [{"algorithm": r["algorithm"], "peer": r["peer"], 'ours, "all"': count(r["ours_all"]),
+    return [{"algorithm": r["algorithm"], "peer": r["peer"],
+             "ours configured as": " ".join(f"{k}={v}" for k, v in r["parameters"].items())
+             if r.get("parameters") else "our defaults",
+             'ours, "all"': count(r["ours_all"]),
              "ours, its profile": count(r["ours_profile"]),
              **({"ours, lean": count(r.get("ours_lean"))} if lean else {}),
              **({"ours, lean, constants": count(r.get("ours_constants"))} if fixed else {}),

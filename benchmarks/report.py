@@ -96,6 +96,10 @@ def print_head_to_head(doc: dict) -> None:
                       shown(r["peer_instructions"]), ratio(r["profile_vs_peer"]),
                       ratio(r.get("lean_vs_peer")), ratio(r.get("constants_vs_peer")))
     console.print(table)
+    for r in rows:
+        if r.get("parameters"):
+            console.print(f"ours ran {r['algorithm']} with {r['peer']}'s parameters: "
+                          + " ".join(f"{k}={v}" for k, v in r["parameters"].items()))
 
 
 def print_parts(doc: dict) -> None:

@@ -17,7 +17,8 @@ from benchmarks import dataplane, instructions, phase, profile
 from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import GOAL, console
 from control_plane.algorithms import ALGORITHMS
-from control_plane.algorithms.base import Aqm, Link
+from control_plane.algorithms.base import Aqm, ConfigError, Link
+from control_plane.aqm import PORT_FIELDS, PortConfig, change
 from control_plane.profiles import ALL, CONSTANTS, LEAN, NO_AQM, Profile
 from control_plane.program import Artifacts
 from tooling import toolchain
@@ -37,7 +38,7 @@ PORT_SWEEP = (2, 4, 8, 16, 32, 64)
 FLOW_SWEEP = (100, 10_000, 100_000)
 
 
-PEER_ALGORITHM = re.compile(r"#\s*algorithm:\s*(\S+)\s*$")
+PEER_ALGORITHM = re.compile(r"#\s*algorithm:\s*(\S+)((?:\s+[^\s=]+=\S+)*)\s*$")
 
 
 @dataclass(frozen=True)
@@ -47,35 +48,57 @@ class Peer:
 
     commands: tuple[str, ...]
     algorithm: str | None = None
+    # The peer's own parameters in our units (`# algorithm: pi2 target=0.02 tupdate=0.032768`),
+    # which ours runs in the run's cases of that algorithm: the same configuration, so that
+    # both update as often (our defaults where it names none).
+    parameters: tuple[tuple[str, str], ...] = ()
+
+
+def configurations(peers: dict[str, Peer] | None = None) -> dict[str, Aqm]:
+    """CONFIGURATIONS, each algorithm a peer names parameters for in that peer's (peer_of
+    validated them; load_peers refuses two peers that differ)."""
+    out = dict(CONFIGURATIONS)
+    for peer in (peers or {}).values():
+        if peer.algorithm is not None and peer.parameters:
+            out[peer.algorithm] = peer_configuration(peer.algorithm, peer.parameters)
+    return out
+
+
+def peer_configuration(algorithm: str, parameters: tuple[tuple[str, str], ...]) -> Aqm:
+    """The algorithm's benchmark configuration with a peer's parameters (text in physical
+    units, as `aqmctl set` takes them), validated: a ConfigError names what is wrong."""
+    port = PortConfig(port=2, aqm=CONFIGURATIONS[algorithm], link_pps=dataplane.LINK_PPS)
+    return change(port, values=dict(parameters)).aqm
 
 
 def cases(quick: bool, peers: dict[str, Peer] | None = None) -> list[Case]:
     sizes = (64,) if quick else (64, 1500)
+    configured = configurations(peers)
     out = []
     for size in sizes:
         out.append(Case(f"trivial-{size}B", "trivial", frame_bytes=size))
         out += [Case(f"{name}-{size}B", name, frame_bytes=size, commands=peer.commands)
                 for name, peer in (peers or {}).items()]
         out.append(Case(f"no_aqm-{size}B", "p4aqm", frame_bytes=size))
-        for name, aqm in CONFIGURATIONS.items():
+        for name, aqm in configured.items():
             out.append(Case(f"{name}-{size}B", "p4aqm", aqm, frame_bytes=size))
         # TCP with timestamps: the RTT tracker's keys and lookups on every packet (one
         # direction, one TSval: it takes no samples).
-        out.append(Case(f"aecn-tcp-{size}B", "p4aqm", CONFIGURATIONS["aecn"],
+        out.append(Case(f"aecn-tcp-{size}B", "p4aqm", configured["aecn"],
                         frame_bytes=size, tcp_timestamps=True))
         # ECT(1): DualPI2's L queue (the ingress classification, and the charge's clone
         # through the classic queue and egress for every packet); the dualpi2 case's
         # ECT(0) frames take the classic queue.
-        out.append(Case(f"dualpi2-l4s-{size}B", "p4aqm", CONFIGURATIONS["dualpi2"],
+        out.append(Case(f"dualpi2-l4s-{size}B", "p4aqm", configured["dualpi2"],
                         frame_bytes=size, ecn=1))
     if not quick:
         # AQM ports, each carrying its share of the traffic (one flow per port).
         for ports in PORT_SWEEP:
-            out.append(Case(f"red_ecn-64B-{ports}ports", "p4aqm", CONFIGURATIONS["red_ecn"],
+            out.append(Case(f"red_ecn-64B-{ports}ports", "p4aqm", configured["red_ecn"],
                             egress_ports=ports, flows=ports))
         # Flows through AECN's RTT tracker (per-flow state): TCP with timestamps.
         for flows in FLOW_SWEEP:
-            out.append(Case(f"aecn-tcp-64B-{flows}flows", "p4aqm", CONFIGURATIONS["aecn"],
+            out.append(Case(f"aecn-tcp-64B-{flows}flows", "p4aqm", configured["aecn"],
                             flows=flows, tcp_timestamps=True))
     return out
 
@@ -143,7 +166,7 @@ def tracing_fallback() -> Path | None:
 def peer_of(text: str, where: str) -> Peer:
     """A NAME.commands file's commands (comments and blank lines left out) and the
     algorithm it names; an algorithm we do not have is a SystemExit naming it."""
-    commands, algorithm = [], None
+    commands, algorithm, parameters = [], None, ()
     for line in text.splitlines():
         named = PEER_ALGORITHM.match(line.strip())
         if named:
@@ -151,10 +174,21 @@ def peer_of(text: str, where: str) -> Peer:
             if algorithm not in ALGORITHMS:
                 raise SystemExit(f"{where}: unknown algorithm {algorithm!r}; valid: "
                                  f"{', '.join(ALGORITHMS)}")
+            parameters = tuple(tuple(word.split("=", 1)) for word in named.group(2).split())
+            names = [name for name, _ in parameters]
+            for name in names:
+                if name in PORT_FIELDS or names.count(name) > 1:
+                    raise SystemExit(f"{where}: {name} is " + (
+                        "a port's setting, not a parameter of the algorithm"
+                        if name in PORT_FIELDS else "given twice"))
+            try:
+                peer_configuration(algorithm, parameters)
+            except ConfigError as err:
+                raise SystemExit(f"{where}: {err}") from None
         command = line.split("//")[0].strip()
         if command and not command.startswith("#"):
             commands.append(command)
-    return Peer(tuple(commands), algorithm)
+    return Peer(tuple(commands), algorithm, parameters)
 
 
 def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, Peer]:
@@ -175,6 +209,16 @@ def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, Peer]
         peers[name] = peer_of(commands.read_text(), str(commands))
     if not peers:
         raise SystemExit(f"--peers {folder}: no NAME.commands there")
+    # One run holds one configuration of each algorithm.
+    given: dict[str, tuple[str, Peer]] = {}
+    for name, peer in peers.items():
+        if peer.algorithm is None or not peer.parameters:
+            continue
+        other, first = given.setdefault(peer.algorithm, (name, peer))
+        if peer_configuration(peer.algorithm, first.parameters) != \
+                peer_configuration(peer.algorithm, peer.parameters):
+            raise SystemExit(f"--peers {folder}: {other} and {name} give {peer.algorithm} "
+                             "different parameters; one run holds one configuration of it")
     return peers
 
 
@@ -199,7 +243,8 @@ def head_to_head(counted: dict[str, dict], peers: dict[str, Peer],
                   "lean": f"{a}-64B@{a}+{LEAN}", "constants": f"{a}-64B@{a}+{LEAN}+{CONSTANTS}"}
         theirs, ours_all, ours_profile, ours_lean, ours_constants = (
             count(c) for c in builds.values())
-        rows.append({"algorithm": a, "peer": name, "peer_instructions": theirs,
+        rows.append({"algorithm": a, "peer": name, "parameters": dict(peer.parameters),
+                     "peer_instructions": theirs,
                      "ours_all": ours_all, "ours_profile": ours_profile,
                      "ours_lean": ours_lean,
                      "profile_vs_peer": ours_profile / theirs if ours_profile and theirs

@@ -6,6 +6,7 @@ profile (and refuses an older revision that cannot build them)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -121,13 +122,65 @@ def test_a_peer_names_the_algorithm_it_runs_and_meets_ours_head_to_head():
                "codel-64B@codel+lean": 90.0, "other-64B": 1.0}
     rows = head_to_head({k: {"instructions_per_packet": v} for k, v in counted.items()},
                         {"p4codel": peer, "other": Peer(("x",))})
-    assert rows == [{"algorithm": "codel", "peer": "p4codel", "peer_instructions": 100.0,
+    assert rows == [{"algorithm": "codel", "peer": "p4codel", "parameters": {},
+                     "peer_instructions": 100.0,
                      "ours_all": 200.0, "ours_profile": 150.0, "ours_lean": 90.0,
                      "profile_vs_peer": 1.5, "lean_vs_peer": 0.9}]
     counted["codel-64B@codel+lean+constants"] = 80.0
     rows = head_to_head({k: {"instructions_per_packet": v} for k, v in counted.items()},
                         {"p4codel": peer})
     assert (rows[0]["ours_constants"], rows[0]["constants_vs_peer"]) == (80.0, 0.8)
+
+
+def test_ours_runs_the_parameters_a_peer_names_in_every_case_of_that_algorithm():
+    """`# algorithm: pi2 target=0.02 tupdate=0.032768` (PI2 for P4's own): every pi2
+    case of the run, on each build, runs those, so both programs update as often; the
+    other algorithms keep their defaults, and the head-to-head row says what ours ran."""
+    from benchmarks.suite import (CONFIGURATIONS, cases, head_to_head, peer_of,
+                                  profile_of, with_profiles)
+    peer = peer_of("# algorithm: pi2 target=0.02 tupdate=0.032768\nt a 1 => 2\n", "p.commands")
+    assert peer.parameters == (("target", "0.02"), ("tupdate", "0.032768"))
+    listed = with_profiles(cases(True, {"pi2forp4": peer}), frozenset({"pi2", "pie"}),
+                           lean=True, constants=True)
+    pi2 = [c for c in listed if c.name.startswith("pi2-64B")]
+    assert [c.name for c in pi2] == ["pi2-64B", "pi2-64B@pi2", "pi2-64B@pi2+lean",
+                                     "pi2-64B@pi2+lean+constants"]
+    assert {(c.aqm.target, c.aqm.tupdate, c.aqm.alpha) for c in pi2} == \
+        {(0.02, 0.032768, CONFIGURATIONS["pi2"].alpha)}
+    assert [c.aqm for c in listed if c.name == "pie-64B"] == [CONFIGURATIONS["pie"]]
+    # The constants build holds the peer's values: what its cases' ports encode.
+    assert dict(profile_of("pi2+lean+constants", listed).constants)["tupdate"] == 32768
+    assert [c for c in cases(True, {"p": peer_of("# algorithm: pi2\n", "p.commands")})
+            if c.program == "p4aqm"] == [c for c in cases(True) if c.program == "p4aqm"]
+    counted = {"pi2forp4-64B": 100.0, "pi2-64B": 200.0, "pi2-64B@pi2": 150.0}
+    rows = head_to_head({k: {"instructions_per_packet": v} for k, v in counted.items()},
+                        {"pi2forp4": peer})
+    assert rows[0]["parameters"] == {"target": "0.02", "tupdate": "0.032768"}
+
+
+@pytest.mark.parametrize("line, error", [
+    ("# algorithm: pi2 target=fast", "p.commands: target: cannot read 'fast' as a decimal"),
+    ("# algorithm: pi2 tupdate=0", "p.commands: tupdate"),
+    ("# algorithm: pi2 gain=2", "p.commands: unknown parameter 'gain' for pi2"),
+    ("# algorithm: pi2 link_pps=10", "p.commands: link_pps is a port's setting"),
+    ("# algorithm: pi2 target=0.02 target=0.03", "p.commands: target is given twice"),
+])
+def test_a_peer_s_parameters_that_ours_cannot_run_are_refused_naming_the_file(line, error):
+    from benchmarks.suite import peer_of
+    with pytest.raises(SystemExit, match=re.escape(error)):
+        peer_of(line + "\n", "p.commands")
+
+
+def test_two_peers_that_give_one_algorithm_different_parameters_are_refused(tmp_path):
+    from benchmarks.suite import load_peers
+    for name, target in (("a", "0.02"), ("b", "0.03"), ("c", "0.020")):
+        (tmp_path / f"{name}.commands").write_text(f"# algorithm: pi2 target={target}\n")
+        for suffix in (".json", ".p4info.txtpb", ".p4info.bin"):
+            (tmp_path / f"{name}{suffix}").write_text("{}")
+    with pytest.raises(SystemExit, match="a and b give pi2 different parameters"):
+        load_peers(tmp_path, {})
+    (tmp_path / "b.commands").unlink()
+    assert load_peers(tmp_path, {})["c"].parameters == (("target", "0.020"),)
 
 
 @pytest.mark.parametrize("name", ["codel", "no_aqm", "aecn-tcp", "trivial", "p4aqm"])

@@ -106,7 +106,7 @@ def test_publish_writes_the_summary_and_the_page(tmp_path, docs, capsys):
                 "| red-64B | 180 002 | 0.25 | - | - |",                   # not in abc^
                 "| trivial-64B | 12 000 | 1 200 | 31 800 | 45 000 |",     # its parts
                 "| trivial-64B | 0 | 24 910 |",                            # its steps
-                "| codel | p4codel | 160 000 | - | 100 000 | - |",         # head to head
+                "| codel | p4codel | our defaults | 160 000 | - | 100 000 | - |",         # head to head
                 "| trivial-64B | 10.0 | ±2 % | 1.00 |"):                  # CPU time
         assert row in shown.splitlines(), row
     assert publish.regenerate(docs) == []
@@ -207,3 +207,19 @@ def test_a_capacity_run_is_published_with_what_limits_each_program(docs, tmp_pat
             "100 %, 4.9 |" in page)
     assert "| trivial | 1500 B | direct | 247 | - | - | - | - | - | - |" in page
     assert "| all | 1000 B | direct | - | - | - | - | - | - | - |" in page
+
+
+def test_a_head_to_head_row_says_which_parameters_ours_ran():
+    """A peer's own parameters (`# algorithm: pi2 target=0.02`) travel into the published
+    row; a value that is not text is refused naming where it is."""
+    row = {"algorithm": "pi2", "peer": "pi2forp4", "peer_instructions": 100.0,
+           "ours_all": 150.0, "ours_profile": 120.0, "profile_vs_peer": 1.2,
+           "parameters": {"target": "0.02", "tupdate": "0.032768"}}
+    kept = publish.met(0, row)
+    assert kept["parameters"] == {"target": "0.02", "tupdate": "0.032768"}
+    shown = publish.head_to_head_rows({"head_to_head": [kept]})
+    assert shown[0]["ours configured as"] == "target=0.02 tupdate=0.032768"
+    assert publish.head_to_head_rows({"head_to_head": [publish.met(0, row | {"parameters": {}})]}
+                                     )[0]["ours configured as"] == "our defaults"
+    with pytest.raises(publish.PublishError, match=r"head_to_head\[0\]\.parameters\.target is float"):
+        publish.met(0, row | {"parameters": {"target": 0.02}})
