@@ -112,6 +112,11 @@ def arguments() -> argparse.ArgumentParser:
                         help="also run each case on its profile's lean preset (case@profile"
                              "+lean: no telemetry, seeded PRNG, reason counters or input "
                              "checks, what the public P4 AQMs carry); implies --profiles")
+    parser.add_argument("--parts", action="store_true",
+                        help="also run each case on its profile without each of its optional "
+                             "parts in turn (case@profile+no-telemetry, ...): what each part "
+                             "costs a packet, in instructions (not in --interleaved's CPU "
+                             "time); implies --profiles")
     parser.add_argument("--constants", action="store_true",
                         help="also run each case of an algorithm that takes constants on its "
                              "lean preset built with the case's configuration as constants "
@@ -134,7 +139,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
     if args.interleaved is not None and args.interleaved < 5:
         parser.error(f"--interleaved {args.interleaved}: at least 5 rounds (a median of 5)")
     args.lean = args.lean or args.constants
-    if args.lean and args.profiles is None:
+    if (args.lean or args.parts) and args.profiles is None:
         args.profiles = ALL
     if args.profiles is not None:
         try:
@@ -144,8 +149,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
 
     def chosen_cases(quick: bool) -> list[Case]:
         listed = cases(quick, peers)
-        return listed if args.profiles is None else with_profiles(listed, chosen, args.lean,
-                                                                  args.constants)
+        return listed if args.profiles is None else with_profiles(
+            listed, chosen, args.lean, args.constants, args.parts)
     peers: dict[str, Peer] = {}
     # The profiles besides "all" the cases run on (a peer runs on its own program).
     profiles = sorted({c.profile for c in chosen_cases(args.quick)} - {ALL})
@@ -204,7 +209,9 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
     quick = chosen_cases(True)
     timed = None
     if args.interleaved:
-        timed = cpu_interleaved(quick, artifacts, work / "interleaved", args.interleaved)
+        # The parts' cases are counted only: CPU time cannot separate a part's few per cent.
+        timed = cpu_interleaved([c for c in quick if "+no-" not in c.profile], artifacts,
+                                work / "interleaved", args.interleaved)
         doc["interleaved"] = {"rounds": args.interleaved, "packets_per_s": dataplane.COST_PPS,
                               "cases": timed}
     if shutil.which("valgrind") and shutil.which("callgrind_control"):

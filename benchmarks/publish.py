@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.markdown import PublishError, begin, replaced, rewrite, table, valid_name
+from benchmarks.report import part_costs
+from control_plane.profiles import OPTIONAL_PARTS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 FOLDER = Path("results") / "bench"          # under docs/
@@ -301,6 +303,13 @@ def interleaved_rows(doc: dict) -> list[dict]:
             for case, r in doc.get("interleaved", {}).get("cases", {}).items()]
 
 
+def part_cost_rows(doc: dict) -> list[dict]:
+    return [{"case": r["case"], "profile": count(r["profile"]),
+             **{part.lower().replace("_", " "): count(r["saved"][part]) for part in OPTIONAL_PARTS},
+             "all four (lean)": count(r["lean"]), "constants (after lean)": count(r["constants"])}
+            for r in part_costs(doc.get("instructions", {}))]
+
+
 def cpu_rows(doc: dict) -> list[dict]:
     return [{"case": r["case"], "CPU µs per packet": f"{r['cpu_us_per_packet']:.1f}",
              "spread": f"±{r['spread_percent']:.0f} %",
@@ -320,6 +329,8 @@ def run_block(doc: dict) -> list[str]:
             ("The steps inside those parts, per packet:", breakdown_rows(doc, "steps_per_packet")),
             ("Head to head: the same algorithm, instructions per packet:",
              head_to_head_rows(doc)),
+            ("What each part costs a packet: the instructions its profile saves without it "
+             "([optional parts](../dataplane/profiles.md)):", part_cost_rows(doc)),
             ("CPU capacity against the trivial program (CPU time per packet, median of three "
              "trials, and their spread):", cpu_rows(doc)),
             ("CPU capacity against the trivial program, interleaved (CPU time per packet"

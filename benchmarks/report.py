@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks import instructions, profile
+from control_plane.profiles import CONSTANTS, LEAN, OPTIONAL_PARTS, Profile
 
 console = Console(width=None if sys.stdout.isatty() else 150)
 # Capacity against the one-table program that every AQM should reach: above the 0.78-0.81
@@ -21,6 +22,7 @@ def print_tables(doc: dict) -> None:
     if "instructions" in doc:
         print_instructions(doc)
         print_head_to_head(doc)
+        print_part_costs(doc)
         print_parts(doc)
     if "profile" in doc:
         print_profile(doc)
@@ -71,6 +73,54 @@ def print_instructions(doc: dict) -> None:
             row += [f"{b['instructions_per_packet']:.0f}", f"{b['ratio_to_trivial']:.2f}",
                     f"{100 * change:+.1f} %"]
         table.add_row(*row)
+    console.print(table)
+
+
+def part_costs(counted: dict[str, dict]) -> list[dict]:
+    """What each optional part costs a packet, from a run with --parts: for each case on its
+    one-algorithm profile (`codel-64B@codel`), the instructions it saves without each part
+    (`+no-telemetry`, by part: None where the profile has no such part), without all of
+    them (`+lean`), and with the parameters as constants besides (`+lean+constants`
+    against `+lean`, None where not counted)."""
+    def count(name: str) -> float | None:
+        return counted[name]["instructions_per_packet"] if name in counted else None
+    rows = []
+    for name in counted:
+        case, _, profile_name = name.partition("@")
+        if not profile_name or "+" in profile_name:
+            continue
+        profile = Profile.named(profile_name)
+        without = {part: f"{name}+{Profile.of(profile.algorithms, (part,)).name.split('+', 1)[1]}"
+                   for part in OPTIONAL_PARTS if part in profile.parts}
+        if not any(c in counted for c in without.values()):
+            continue    # not a run with --parts
+        base, lean = count(name), count(f"{name}+{LEAN}")
+        fixed = count(f"{name}+{LEAN}+{CONSTANTS}")
+        rows.append({"case": name, "profile": base,
+                     "saved": {part: None if part not in without or count(without[part]) is None
+                               else base - count(without[part]) for part in OPTIONAL_PARTS},
+                     "lean": None if lean is None else base - lean,
+                     "constants": None if lean is None or fixed is None else lean - fixed})
+    return rows
+
+
+def print_part_costs(doc: dict) -> None:
+    """What each optional part costs, by the instructions its profile saves without it."""
+    rows = part_costs(doc["instructions"])
+    if not rows:
+        return
+    table = Table(title="What each part costs a packet: instructions its profile saves "
+                        "without it (64 B)")
+    for column in ("case", "profile", *(p.lower().replace("_", " ") for p in OPTIONAL_PARTS),
+                   "all four (lean)", "constants (after lean)"):
+        table.add_column(column, justify="right")
+
+    def shown(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0f}"
+    for r in rows:
+        table.add_row(r["case"], shown(r["profile"]),
+                      *(shown(r["saved"][p]) for p in OPTIONAL_PARTS), shown(r["lean"]),
+                      shown(r["constants"]))
     console.print(table)
 
 

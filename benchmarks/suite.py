@@ -19,7 +19,7 @@ from benchmarks.report import GOAL, console
 from control_plane.algorithms import ALGORITHMS
 from control_plane.algorithms.base import Aqm, ConfigError, Link
 from control_plane.aqm import PORT_FIELDS, PortConfig, change
-from control_plane.profiles import ALL, CONSTANTS, LEAN, NO_AQM, Profile
+from control_plane.profiles import ALL, CONSTANTS, LEAN, NO_AQM, OPTIONAL_PARTS, Profile
 from control_plane.program import Artifacts
 from tooling import toolchain
 from tooling.build import REPO, takes_profiles
@@ -109,9 +109,12 @@ def algorithm_of(case: Case) -> str:
 
 
 def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None,
-                  lean: bool = False, constants: bool = False) -> list[Case]:
+                  lean: bool = False, constants: bool = False,
+                  parts: bool = False) -> list[Case]:
     """Each p4aqm case, followed by the same case on its algorithm's one-algorithm profile
-    (named case@profile), with `lean` on that profile's lean preset (case@profile+lean),
+    (named case@profile), with `parts` on that profile without each of its optional parts
+    in turn (case@profile+no-telemetry, ...), with `lean` on that profile's lean preset
+    (case@profile+lean),
     and with `constants`, for an algorithm that takes them, on the lean preset built with
     the case's configuration as constants (case@profile+lean+constants); with `chosen`,
     only the p4aqm cases of those algorithms (none: without AQM), and every other
@@ -124,6 +127,12 @@ def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None,
         algorithm = algorithm_of(case)
         if chosen is None or algorithm in chosen:
             out += [case, replace(case, name=f"{case.name}@{algorithm}", profile=algorithm)]
+            if parts:
+                profile = Profile.parse(algorithm)
+                for part in OPTIONAL_PARTS:
+                    if part in profile.parts:
+                        name = Profile.of(profile.algorithms, (part,)).name
+                        out.append(replace(case, name=f"{case.name}@{name}", profile=name))
             lean_profile = Profile.parse(f"{algorithm}+{LEAN}").name
             if lean:
                 out.append(replace(case, name=f"{case.name}@{lean_profile}",

@@ -295,3 +295,27 @@ def test_compare_refuses_constants_a_revision_cannot_build_in(tmp_path):
                                          r"compare it without --constants"):
         revision_source("f54c140", tmp_path / "base", ["codel+lean", "codel+lean+constants"])
     assert revision_source("f54c140", tmp_path / "lean", ["codel+lean"]).is_file()
+
+
+def test_parts_runs_each_case_without_each_part_of_its_profile_and_says_what_each_costs():
+    """--parts: CoDel's profile never draws, so it has no seeded stream to leave out; PI2's
+    has all four parts. What each costs is the profile's count less the count without it."""
+    from benchmarks.report import part_costs
+    from benchmarks.suite import algorithm_list, cases, with_profiles
+    listed = with_profiles(cases(True), algorithm_list("codel,pi2"), lean=True, parts=True)
+    assert [c.profile for c in listed if c.name.startswith("codel-64B")] == [
+        "all", "codel", "codel+no-telemetry", "codel+no-reason-counters",
+        "codel+no-input-checks", "codel+lean"]
+    assert [c.profile for c in listed if c.name.startswith("pi2-64B")] == [
+        "all", "pi2", "pi2+no-telemetry", "pi2+no-seeded-prng", "pi2+no-reason-counters",
+        "pi2+no-input-checks", "pi2+lean"]
+    counted = {"codel-64B": 160.0, "codel-64B@codel": 125.0,
+               "codel-64B@codel+no-telemetry": 120.0, "codel-64B@codel+no-reason-counters": 124.0,
+               "codel-64B@codel+no-input-checks": 119.0, "codel-64B@codel+lean": 110.0,
+               "codel-64B@codel+lean+constants": 104.0, "pi2-64B@pi2": 180.0,
+               "pi2-64B@pi2+lean": 150.0}
+    rows = part_costs({k: {"instructions_per_packet": v} for k, v in counted.items()})
+    assert rows == [{"case": "codel-64B@codel", "profile": 125.0,
+                     "saved": {"TELEMETRY": 5.0, "SEEDED_PRNG": None, "REASON_COUNTERS": 1.0,
+                               "INPUT_CHECKS": 6.0},
+                     "lean": 15.0, "constants": 6.0}]     # pi2: not counted without a part

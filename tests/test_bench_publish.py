@@ -223,3 +223,13 @@ def test_a_head_to_head_row_says_which_parameters_ours_ran():
                                      )[0]["ours configured as"] == "our defaults"
     with pytest.raises(publish.PublishError, match=r"head_to_head\[0\]\.parameters\.target is float"):
         publish.met(0, row | {"parameters": {"target": 0.02}})
+
+
+def test_a_run_with_parts_publishes_what_each_part_costs():
+    counted = {"red_ecn-64B@red_ecn": 150000.0, "red_ecn-64B@red_ecn+no-telemetry": 144000.4,
+               "red_ecn-64B@red_ecn+lean": 126000.0}
+    rows = publish.part_cost_rows({"instructions": {
+        k: {"instructions_per_packet": v} for k, v in counted.items()}})
+    assert rows == [{"case": "red_ecn-64B@red_ecn", "profile": "150 000", "telemetry": "6 000",
+                     "seeded prng": "-", "reason counters": "-", "input checks": "-",
+                     "all four (lean)": "24 000", "constants (after lean)": "-"}]
