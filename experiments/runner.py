@@ -42,6 +42,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
@@ -235,6 +236,33 @@ def rtt_bounds(expected_ms: float) -> tuple[float, float]:
     return 0.95 * expected_ms - 0.5, expected_ms + max(5.0, 0.3 * expected_ms)
 
 
+# Pings of a path whose RTT came out above its bound: a busy machine's scheduler can hold
+# every packet of one round (seen: 26.3 ms for 20 with a benchmark on both cores).
+PING_ROUNDS = 3
+
+
+def checked_rtt(ping: Callable[[], str], expected_ms: float, path: str) -> dict[str, float]:
+    """A path's RTT from `ping`'s output (five pings: their minimum, since one ping delayed
+    by the scheduler says nothing of the path), within rtt_bounds or DelayNotDelivered.
+    Above the bound it pings again, up to PING_ROUNDS rounds; below it, or with no reply,
+    it refuses at once (no load makes a path shorter)."""
+    low, high = rtt_bounds(expected_ms)
+    for _ in range(PING_ROUNDS):
+        out = ping()
+        match = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
+        if match is None:
+            raise DelayNotDelivered(f"{path}: no reply to ping: {out.strip()}")
+        measured = float(match.group(1))
+        if measured < low:
+            break
+        if measured <= high:
+            return {"expected_ms": expected_ms, "min_ms": measured,
+                    "avg_ms": float(match.group(2)), "max_ms": float(match.group(3))}
+    raise DelayNotDelivered(f"{path}: ping RTT {measured:.1f} ms, configured "
+                            f"{expected_ms:.1f} ms" + (f" ({PING_ROUNDS} rounds of pings)"
+                                                       if measured > high else ""))
+
+
 class Run:
     """One run. controller_restart_at: seconds into the traffic at which each switch's
     controller is killed and started again (from its state file, in the run's folder), as
@@ -400,22 +428,9 @@ class Run:
             for j, r in enumerate(topo.receivers):
                 if j not in (0, i % len(topo.receivers)):
                     continue
-                out = topo.host(s).cmd(f"ping -c 5 -i 0.2 -W 2 {r.ip}")
-                match = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
-                expected = topo.expected_rtt(i, j) * 1000
-                if match is None:
-                    raise DelayNotDelivered(f"{s.name} cannot ping {r.name}: {out.strip()}")
-                measured = float(match.group(1))
-                results.append({"from": s.name, "to": r.name, "expected_ms": expected,
-                                "min_ms": measured, "avg_ms": float(match.group(2)),
-                                "max_ms": float(match.group(3))})
-                # The minimum, since one ping delayed by the scheduler says nothing of the
-                # path.
-                low, high = rtt_bounds(expected)
-                if not low <= measured <= high:
-                    raise DelayNotDelivered(
-                        f"{s.name} -> {r.name}: ping RTT {measured:.1f} ms, configured "
-                        f"{expected:.1f} ms")
+                results.append({"from": s.name, "to": r.name, **checked_rtt(
+                    lambda: topo.host(s).cmd(f"ping -c 5 -i 0.2 -W 2 {r.ip}"),
+                    topo.expected_rtt(i, j) * 1000, f"{s.name} -> {r.name}")})
         (self.folder / "rtt.json").write_text(json.dumps(results, indent=1))
 
     def _capture(self, plans: list[SwitchPlan]) -> None:
