@@ -114,11 +114,10 @@ def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None,
     """Each p4aqm case, followed by the same case on its algorithm's one-algorithm profile
     (named case@profile), with `parts` on that profile without each of its optional parts
     in turn (case@profile+no-telemetry, ...), with `lean` on that profile's lean preset
-    (case@profile+lean),
-    and with `constants`, for an algorithm that takes them, on the lean preset built with
-    the case's configuration as constants (case@profile+lean+constants); with `chosen`,
-    only the p4aqm cases of those algorithms (none: without AQM), and every other
-    program's."""
+    (case@profile+lean), and with `constants`, for an algorithm that takes them, on the
+    lean preset built with the case's configuration as constants
+    (case@profile+lean+constants); with `chosen`, only the p4aqm cases of those
+    algorithms (none: without AQM), and every other program's."""
     out = []
     for case in all_cases:
         if case.program != "p4aqm":
