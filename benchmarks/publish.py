@@ -306,7 +306,7 @@ def interleaved_rows(doc: dict) -> list[dict]:
 def part_cost_rows(doc: dict) -> list[dict]:
     return [{"case": r["case"], "profile": count(r["profile"]),
              **{part.lower().replace("_", " "): count(r["saved"][part]) for part in OPTIONAL_PARTS},
-             "all four (lean)": count(r["lean"]), "constants (after lean)": count(r["constants"])}
+             "all of them (lean)": count(r["lean"]), "constants (after lean)": count(r["constants"])}
             for r in part_costs(doc.get("instructions", {}))]
 
 

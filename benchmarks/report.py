@@ -112,7 +112,7 @@ def print_part_costs(doc: dict) -> None:
     table = Table(title="What each part costs a packet: instructions its profile saves "
                         "without it (64 B)")
     for column in ("case", "profile", *(p.lower().replace("_", " ") for p in OPTIONAL_PARTS),
-                   "all four (lean)", "constants (after lean)"):
+                   "all of them (lean)", "constants (after lean)"):
         table.add_column(column, justify="right")
 
     def shown(value: float | None) -> str:

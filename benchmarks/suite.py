@@ -38,7 +38,10 @@ PORT_SWEEP = (2, 4, 8, 16, 32, 64)
 FLOW_SWEEP = (100, 10_000, 100_000)
 
 
-PEER_ALGORITHM = re.compile(r"#\s*algorithm:\s*(\S+)((?:\s+[^\s=]+=\S+)*)\s*$")
+PEER_ALGORITHM = re.compile(r"#\s*algorithm:(.*)$")
+# What a peer's line may not set: the port's settings, and the limit, which the benchmark
+# keeps where no load reaches it (NEVER_FULL).
+NOT_A_PEER_PARAMETER = (*PORT_FIELDS, "limit")
 
 
 @dataclass(frozen=True)
@@ -49,25 +52,27 @@ class Peer:
     commands: tuple[str, ...]
     algorithm: str | None = None
     # The peer's own parameters in our units (`# algorithm: pi2 target=0.02 tupdate=0.032768`),
-    # which ours runs in the run's cases of that algorithm: the same configuration, so that
-    # both update as often (our defaults where it names none).
+    # which every configuration of that algorithm in the run takes (Red's red_gentle too):
+    # the same configuration, so that both update as often (our defaults where it names none).
     parameters: tuple[tuple[str, str], ...] = ()
 
 
 def configurations(peers: dict[str, Peer] | None = None) -> dict[str, Aqm]:
-    """CONFIGURATIONS, each algorithm a peer names parameters for in that peer's (peer_of
-    validated them; load_peers refuses two peers that differ)."""
+    """CONFIGURATIONS, every configuration of an algorithm a peer names parameters for
+    with that peer's (peer_of validated them; load_peers refuses two peers that differ)."""
     out = dict(CONFIGURATIONS)
     for peer in (peers or {}).values():
         if peer.algorithm is not None and peer.parameters:
-            out[peer.algorithm] = peer_configuration(peer.algorithm, peer.parameters)
+            for name, aqm in CONFIGURATIONS.items():
+                if aqm.action == peer.algorithm:
+                    out[name] = peer_configuration(aqm, peer.parameters)
     return out
 
 
-def peer_configuration(algorithm: str, parameters: tuple[tuple[str, str], ...]) -> Aqm:
-    """The algorithm's benchmark configuration with a peer's parameters (text in physical
-    units, as `aqmctl set` takes them), validated: a ConfigError names what is wrong."""
-    port = PortConfig(port=2, aqm=CONFIGURATIONS[algorithm], link_pps=dataplane.LINK_PPS)
+def peer_configuration(aqm: Aqm, parameters: tuple[tuple[str, str], ...]) -> Aqm:
+    """A benchmark configuration with a peer's parameters (text in physical units, as
+    `aqmctl set` takes them), validated: a ConfigError names what is wrong."""
+    port = PortConfig(port=2, aqm=aqm, link_pps=dataplane.LINK_PPS)
     return change(port, values=dict(parameters)).aqm
 
 
@@ -172,25 +177,32 @@ def tracing_fallback() -> Path | None:
 
 # A peer's commands name the algorithm of ours it runs in a comment line of their own.
 def peer_of(text: str, where: str) -> Peer:
-    """A NAME.commands file's commands (comments and blank lines left out) and the
-    algorithm it names; an algorithm we do not have is a SystemExit naming it."""
+    """A NAME.commands file's commands (comments and blank lines left out), the algorithm
+    it names and the parameters it gives; an algorithm we do not have, a word of that line
+    that is not NAME=VALUE, or a parameter ours cannot run is a SystemExit naming it."""
     commands, algorithm, parameters = [], None, ()
     for line in text.splitlines():
         named = PEER_ALGORITHM.match(line.strip())
         if named:
-            algorithm = named.group(1)
+            algorithm, *words = named.group(1).split() or [""]
             if algorithm not in ALGORITHMS:
                 raise SystemExit(f"{where}: unknown algorithm {algorithm!r}; valid: "
                                  f"{', '.join(ALGORITHMS)}")
-            parameters = tuple(tuple(word.split("=", 1)) for word in named.group(2).split())
+            for word in words:
+                name, _, value = word.partition("=")
+                if not name or not value:
+                    raise SystemExit(f"{where}: {word!r} on the algorithm line is not "
+                                     "NAME=VALUE (a parameter and its value, no spaces)")
+            parameters = tuple((w.partition("=")[0], w.partition("=")[2]) for w in words)
             names = [name for name, _ in parameters]
             for name in names:
-                if name in PORT_FIELDS or names.count(name) > 1:
+                if name in NOT_A_PEER_PARAMETER or names.count(name) > 1:
                     raise SystemExit(f"{where}: {name} is " + (
-                        "a port's setting, not a parameter of the algorithm"
-                        if name in PORT_FIELDS else "given twice"))
+                        "given twice" if names.count(name) > 1 else
+                        "the benchmark's: a limit no load reaches" if name == "limit" else
+                        "a port's setting, not a parameter of the algorithm"))
             try:
-                peer_configuration(algorithm, parameters)
+                peer_configuration(CONFIGURATIONS[algorithm], parameters)
             except ConfigError as err:
                 raise SystemExit(f"{where}: {err}") from None
         command = line.split("//")[0].strip()
@@ -217,14 +229,16 @@ def load_peers(folder: Path, artifacts: dict[str, Artifacts]) -> dict[str, Peer]
         peers[name] = peer_of(commands.read_text(), str(commands))
     if not peers:
         raise SystemExit(f"--peers {folder}: no NAME.commands there")
-    # One run holds one configuration of each algorithm.
+    # One run holds one configuration of each algorithm (a peer that gives none asks for
+    # our defaults).
     given: dict[str, tuple[str, Peer]] = {}
     for name, peer in peers.items():
-        if peer.algorithm is None or not peer.parameters:
+        if peer.algorithm is None:
             continue
         other, first = given.setdefault(peer.algorithm, (name, peer))
-        if peer_configuration(peer.algorithm, first.parameters) != \
-                peer_configuration(peer.algorithm, peer.parameters):
+        ours = CONFIGURATIONS[peer.algorithm]
+        if peer_configuration(ours, first.parameters) != \
+                peer_configuration(ours, peer.parameters):
             raise SystemExit(f"--peers {folder}: {other} and {name} give {peer.algorithm} "
                              "different parameters; one run holds one configuration of it")
     return peers
@@ -294,13 +308,17 @@ def revision_source(revision: str, folder: Path, profiles: list[str]) -> Path:
     main_p4 = folder / "p4src" / "main.p4"
     others = [name for name in profiles if name != ALL]
     leaner = [name for name in others if "+" in name]
-    for symbol, builds, option in (("P4AQM_WITH_TELEMETRY", leaner, "--lean"),
+    # The options that asked for builds without parts: --lean (and --constants), --parts.
+    without_parts = " or ".join(option for option, asked in (
+        ("--lean", any(LEAN in name.split("+") for name in leaner)),
+        ("--parts", any("+no-" in name for name in leaner))) if asked)
+    for symbol, builds, option in (("P4AQM_WITH_TELEMETRY", leaner, without_parts),
                                    ("P4AQM_CONSTANTS", [n for n in leaner if CONSTANTS in n],
                                     "--constants")):
         if builds and symbol not in subprocess.run(
                 ["git", "-C", str(REPO), "grep", "-h", symbol, revision, "--", "p4src"],
                 capture_output=True, text=True).stdout:
-            what = "optional parts" if option == "--lean" else "parameters as constants"
+            what = "parameters as constants" if option == "--constants" else "optional parts"
             raise SystemExit(f"--compare {revision}: {revision}'s p4src/ has no {what}, so it "
                              f"would build {', '.join(builds)} whole; compare it without "
                              f"{option}")

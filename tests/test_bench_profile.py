@@ -148,6 +148,11 @@ def test_ours_runs_the_parameters_a_peer_names_in_every_case_of_that_algorithm()
     assert {(c.aqm.target, c.aqm.tupdate, c.aqm.alpha) for c in pi2} == \
         {(0.02, 0.032768, CONFIGURATIONS["pi2"].alpha)}
     assert [c.aqm for c in listed if c.name == "pie-64B"] == [CONFIGURATIONS["pie"]]
+    # Every configuration of the algorithm takes them: RED's gentle one too, still gentle.
+    red = {c.name: c.aqm for c in cases(True, {"r": peer_of("# algorithm: red maxp=0.2\n",
+                                                            "r.commands")})}
+    assert (red["red-64B"].maxp, red["red_gentle-64B"].maxp) == (0.2, 0.2)
+    assert red["red_gentle-64B"].gentle and not red["red-64B"].gentle
     # The constants build holds the peer's values: what its cases' ports encode.
     assert dict(profile_of("pi2+lean+constants", listed).constants)["tupdate"] == 32768
     assert [c for c in cases(True, {"p": peer_of("# algorithm: pi2\n", "p.commands")})
@@ -160,10 +165,15 @@ def test_ours_runs_the_parameters_a_peer_names_in_every_case_of_that_algorithm()
 
 @pytest.mark.parametrize("line, error", [
     ("# algorithm: pi2 target=fast", "p.commands: target: cannot read 'fast' as a decimal"),
-    ("# algorithm: pi2 tupdate=0", "p.commands: tupdate"),
+    ("# algorithm: pi2 tupdate=0", "p.commands: tupdate must be in (0, 3600], got 0.0"),
     ("# algorithm: pi2 gain=2", "p.commands: unknown parameter 'gain' for pi2"),
     ("# algorithm: pi2 link_pps=10", "p.commands: link_pps is a port's setting"),
+    ("# algorithm: pi2 limit=5", "p.commands: limit is the benchmark's: a limit no load"),
     ("# algorithm: pi2 target=0.02 target=0.03", "p.commands: target is given twice"),
+    ("# algorithm: pi2 target= 0.02", "p.commands: 'target=' on the algorithm line is not "
+                                      "NAME=VALUE"),
+    ("# algorithm: pi2 target=0.02 // its own", "p.commands: '//' on the algorithm line"),
+    ("# algorithm:", "p.commands: unknown algorithm ''"),
 ])
 def test_a_peer_s_parameters_that_ours_cannot_run_are_refused_naming_the_file(line, error):
     from benchmarks.suite import peer_of
@@ -173,13 +183,18 @@ def test_a_peer_s_parameters_that_ours_cannot_run_are_refused_naming_the_file(li
 
 def test_two_peers_that_give_one_algorithm_different_parameters_are_refused(tmp_path):
     from benchmarks.suite import load_peers
-    for name, target in (("a", "0.02"), ("b", "0.03"), ("c", "0.020")):
-        (tmp_path / f"{name}.commands").write_text(f"# algorithm: pi2 target={target}\n")
+    for name, given in (("a", " target=0.02"), ("b", " target=0.03"), ("c", " target=0.020"),
+                        ("d", "")):
+        (tmp_path / f"{name}.commands").write_text(f"# algorithm: pi2{given}\n")
         for suffix in (".json", ".p4info.txtpb", ".p4info.bin"):
             (tmp_path / f"{name}{suffix}").write_text("{}")
     with pytest.raises(SystemExit, match="a and b give pi2 different parameters"):
         load_peers(tmp_path, {})
     (tmp_path / "b.commands").unlink()
+    # d gives none: it asks for our defaults, which its row would say ours ran.
+    with pytest.raises(SystemExit, match="a and d give pi2 different parameters"):
+        load_peers(tmp_path, {})
+    (tmp_path / "d.commands").unlink()
     assert load_peers(tmp_path, {})["c"].parameters == (("target", "0.020"),)
 
 
@@ -281,8 +296,12 @@ def test_compare_refuses_lean_builds_a_revision_cannot_leave_parts_out_of(tmp_pa
     comparison would show lean's savings as a change between revisions."""
     from benchmarks.suite import revision_source
     with pytest.raises(SystemExit, match="ebc5aea's p4src/ has no optional parts, so it would "
-                                         r"build codel\+lean whole"):
+                                         r"build codel\+lean whole; compare it without "
+                                         "--lean$"):
         revision_source("ebc5aea", tmp_path / "base", ["codel", "codel+lean"])
+    with pytest.raises(SystemExit, match=r"build codel\+no-telemetry whole; compare it "
+                                         "without --parts$"):
+        revision_source("ebc5aea", tmp_path / "parts", ["codel", "codel+no-telemetry"])
     assert revision_source("HEAD", tmp_path / "head", ["codel", "codel+lean"]).is_file()
 
 

@@ -232,4 +232,4 @@ def test_a_run_with_parts_publishes_what_each_part_costs():
         k: {"instructions_per_packet": v} for k, v in counted.items()}})
     assert rows == [{"case": "red_ecn-64B@red_ecn", "profile": "150 000", "telemetry": "6 000",
                      "seeded prng": "-", "reason counters": "-", "input checks": "-",
-                     "all four (lean)": "24 000", "constants (after lean)": "-"}]
+                     "all of them (lean)": "24 000", "constants (after lean)": "-"}]
