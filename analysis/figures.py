@@ -6,6 +6,9 @@
                                            (docs/figures/<experiment>/)
   bench JSON                               where a packet's instructions go, per program,
                                            from a `make bench` JSON (docs/figures/bench/)
+  head-to-head JSON                        each peer beside our builds of its algorithm,
+                                           by part, from a run with --peers and --profiles
+                                           (docs/figures/head-to-head/)
 
 Published figures are 100 dpi with a 256-colour palette (Pillow, which matplotlib brings),
 a fifth of matplotlib's size, and carry the run they come from as PNG text ("Source"),
@@ -162,6 +165,72 @@ def bench(json_path: Path, docs_figures: Path = DOCS_FIGURES) -> Path:
         return publish(rendered, into / "bench-parts.png", shown(json_path), DPI)
 
 
+# Our builds of a peer's algorithm, as a head-to-head row names them, beside the peer.
+HEAD_TO_HEAD_BUILDS = (("the peer", "peer"), ('"all"', "ours_all"), ("profile", "ours_profile"),
+                       ("lean", "ours_lean"), ("lean, constants", "ours_constants"))
+
+
+def head_to_head_bars(doc: dict, source: Path) -> tuple[list[tuple[str, dict[str, float]]],
+                                                       list[tuple[int, int, float]]]:
+    """The chart's bars, each a label and its instructions by part (the peer's first, then
+    ours on each build the run counted), and for each algorithm its first bar, its number
+    of bars and the peer's count."""
+    rows = doc.get("head_to_head") if isinstance(doc, dict) else None
+    if not rows:
+        raise FigureError(f"{source}: no head to head (a `make bench` run with --peers whose "
+                          "peers name an algorithm, and --profiles)")
+    parts = bench_parts(doc)
+    bars: list[tuple[str, dict[str, float]]] = []
+    groups: list[tuple[int, int, float]] = []
+    for row in rows:
+        a, peer = row["algorithm"], row["peer"]
+        cases = {"peer": f"{peer}-64B", "ours_all": f"{a}-64B", "ours_profile": f"{a}-64B@{a}",
+                 "ours_lean": f"{a}-64B@{a}+lean", "ours_constants": f"{a}-64B@{a}+lean+constants"}
+        first = len(bars)
+        bars += [(f"{a}: {peer}" if key == "peer" else f"{a}: {label}", parts[cases[key]])
+                 for label, key in HEAD_TO_HEAD_BUILDS if cases[key] in parts]
+        groups.append((first, len(bars) - first, row["peer_instructions"]))
+    return bars, groups
+
+
+def head_to_head(json_path: Path, docs_figures: Path = DOCS_FIGURES) -> Path:
+    """Each peer that names an algorithm and our builds of it, stacked by BMv2's parts, with
+    the peer's count and 1.15 times it marked on each algorithm's bars."""
+    try:
+        doc = json.loads(json_path.read_text())
+    except (OSError, ValueError) as err:
+        raise FigureError(f"{json_path}: {err}") from None
+    bars, groups = head_to_head_bars(doc, json_path)
+    names = list(bars[0][1])
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(bars) + 2.4))
+    left = [0.0] * len(bars)
+    for k, name in enumerate(names):
+        widths = [counted.get(name, 0) / 1000 for _, counted in bars]
+        ax.barh(range(len(bars)), widths, left=left, color=f"C{k}", label=name.replace("_", " "))
+        left = [a + b for a, b in zip(left, widths)]
+    for first, count, peer in groups:
+        span = (first - 0.45, first + count - 0.55)
+        ax.vlines(peer / 1000, *span, colors="black", linewidth=1)
+        ax.vlines(1.15 * peer / 1000, *span, colors="black", linewidth=1, linestyles="dashed")
+    ax.plot([], [], color="black", linewidth=1, label="the peer's count")
+    ax.plot([], [], color="black", linewidth=1, linestyle="dashed", label="1.15 times it")
+    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("thousand instructions per packet (callgrind, 64-byte packets)")
+    ax.set_title("Head to head: each peer and our builds of its algorithm, by BMv2's parts",
+                 fontsize=10)
+    # Below the axes: every algorithm's bars reach the right-hand side somewhere.
+    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.09))
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    into = emptied(docs_figures / "head-to-head")
+    with tempfile.TemporaryDirectory() as tmp:
+        rendered = Path(tmp) / "head-to-head.png"
+        fig.savefig(rendered, dpi=DPI)
+        plt.close(fig)
+        return publish(rendered, into / "head-to-head.png", shown(json_path), DPI)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.figures",
                                      description=__doc__.split("\n\n")[0],
@@ -177,12 +246,17 @@ def main(argv: list[str] | None = None) -> int:
     every.add_argument("folder", type=Path)
     cost = sub.add_parser("bench", help="a `make bench` JSON's instructions by part")
     cost.add_argument("json", type=Path, help="results/bench/latest.json or a dated copy")
+    peers = sub.add_parser("head-to-head", help="each peer beside our builds of its algorithm")
+    peers.add_argument("json", type=Path, help="a `make bench` JSON, or a published one "
+                                               "(docs/results/bench/)")
     args = parser.parse_args(argv)
     try:
         if args.command == "queue":
             written = [queue(args.folder, args.runs, args.out, args.title)]
         elif args.command == "experiment":
             written = experiment(args.folder)
+        elif args.command == "head-to-head":
+            written = [head_to_head(args.json)]
         else:
             written = [bench(args.json)]
     except FigureError as err:

@@ -91,3 +91,42 @@ def test_a_bench_json_without_instruction_parts_is_refused(tmp_path):
     assert figures.main(["bench", str(path)]) == 2
     with pytest.raises(figures.FigureError, match="no instruction counts by part"):
         figures.bench(path, tmp_path / "figures")
+
+
+def test_the_head_to_head_chart_sets_each_peer_beside_our_builds_of_its_algorithm(tmp_path):
+    """One group per head-to-head row: the peer, then ours on each build the run counted
+    (no constants for PI2 here), each with its parts; the peer's count marks the group."""
+    path = bench_json(tmp_path, {"p4codel-64B": 100_000, "codel-64B": 160_000,
+                                 "codel-64B@codel": 120_000, "codel-64B@codel+lean": 110_000,
+                                 "codel-64B@codel+lean+constants": 98_000,
+                                 "pi2forp4-64B": 130_000, "pi2-64B": 200_000,
+                                 "pi2-64B@pi2": 170_000})
+    doc = json.loads(path.read_text())
+    doc["head_to_head"] = [{"algorithm": "codel", "peer": "p4codel", "peer_instructions": 100_000},
+                           {"algorithm": "pi2", "peer": "pi2forp4", "peer_instructions": 130_000}]
+    path.write_text(json.dumps(doc))
+    bars, groups = figures.head_to_head_bars(doc, path)
+    assert [label for label, _ in bars] == [
+        "codel: p4codel", 'codel: "all"', "codel: profile", "codel: lean",
+        "codel: lean, constants", "pi2: pi2forp4", 'pi2: "all"', "pi2: profile"]
+    assert sum(bars[4][1].values()) == pytest.approx(98_000)
+    assert groups == [(0, 5, 100_000), (5, 3, 130_000)]
+    chart = figures.head_to_head(path, tmp_path / "figures")
+    assert chart == tmp_path / "figures" / "head-to-head" / "head-to-head.png"
+    with Image.open(chart) as image:
+        assert image.text["Source"] == str(path) and image.mode == "P"
+
+
+def test_a_bench_json_without_a_head_to_head_gives_no_such_chart(tmp_path):
+    path = bench_json(tmp_path, {"trivial-64B": 45_000})
+    assert figures.main(["head-to-head", str(path)]) == 2
+    with pytest.raises(figures.FigureError, match="no head to head"):
+        figures.head_to_head(path, tmp_path / "figures")
+
+
+def test_the_published_head_to_head_chart_comes_from_a_published_run():
+    chart = Path(figures.DOCS_FIGURES) / "head-to-head" / "head-to-head.png"
+    with Image.open(chart) as image:
+        source = Path(image.text["Source"])
+    assert source.parent == Path("docs/results/bench") and source.is_absolute() is False
+    assert (Path(figures.DOCS_FIGURES).parent.parent / source).is_file()

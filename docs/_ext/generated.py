@@ -229,12 +229,18 @@ class ExperimentDirective(Markdown):
         return self.render(lines)
 
 
+# The figures not drawn from an experiment's folder, and the command that draws them.
+FIGURE_COMMANDS = {
+    "head-to-head": "python -m analysis.figures head-to-head docs/results/bench/<run>.json"}
+
+
 class FiguresDirective(Markdown):
     def run(self) -> list[nodes.Node]:
         name = self.arguments[0]
         srcdir = Path(self.env.srcdir)
         folder = srcdir / "figures" / name
-        command = f"python -m analysis.figures experiment results/{name}/<time>"
+        command = FIGURE_COMMANDS.get(
+            name, f"python -m analysis.figures experiment results/{name}/<time>")
         pngs = sorted(folder.glob("*.png"))
         if not pngs:
             raise self.error(f"no figure in docs/figures/{name}/: publish a run's "
