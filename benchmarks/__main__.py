@@ -9,7 +9,8 @@ tree's control plane, and prints both side by side (before/after a change). --pr
 each case also on the build profile of its one algorithm (control_plane/profiles.py; no AQM on
 the profile "none"), beside "all"; with a list, only those algorithms' cases (and with
 --compare, on the older revision's profiles too). A peer whose commands name the algorithm it
-runs (`# algorithm: codel`) is set head to head against ours on "all" and on that profile.
+runs (`# algorithm: codel`, then its own parameters, which ours runs too: `target=0.005`) is
+set head to head against ours on "all", on that profile and on its leaner builds.
 `--capacity [PROGRAMS]` measures the testbed's capacity instead (benchmarks/capacity.py).
 
 Everything it starts (switches, namespaces, senders, aqmctl) and its work folder (unless
