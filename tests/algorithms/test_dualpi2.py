@@ -212,16 +212,25 @@ def rates(records) -> dict[str, float]:
             "classic_p99_ms": delays[int(0.99 * (len(delays) - 1))]}
 
 
+# Runs of one configuration at most: 2 000 records in 4 s, one per packet, can lose a
+# PacketIn on a busy machine (seen once in CI), which leaves nothing to compare.
+OVERLOAD_ATTEMPTS = 3
+
+
 async def overload_run(switch, testbed, **config) -> dict[str, float]:
     """One run on the switch (which may have run others: its counters are compared from
-    where they stood)."""
-    before = await switch.read_counters(PORT)
-    run = await run_pattern(switch, testbed, PortConfig(
-        port=PORT, aqm=DualPi2(**{**SWITCH_DUALPI2, "l_rate": 1.0, "limit": 5000, **config}),
-        link_pps=RATE_PPS, seed=9332, telemetry_interval=0.0),
-        steps=OVERLOAD_STEPS, ecn_cycle=OVERLOAD_CYCLE)
-    run.counters = PortCounters(**{f.name: getattr(run.counters, f.name) - getattr(before, f.name)
-                                   for f in fields(PortCounters)})
+    where they stood), run again while its telemetry came back with a gap, up to
+    OVERLOAD_ATTEMPTS runs in all."""
+    for _ in range(OVERLOAD_ATTEMPTS):
+        before = await switch.read_counters(PORT)
+        run = await run_pattern(switch, testbed, PortConfig(
+            port=PORT, aqm=DualPi2(**{**SWITCH_DUALPI2, "l_rate": 1.0, "limit": 5000, **config}),
+            link_pps=RATE_PPS, seed=9332, telemetry_interval=0.0),
+            steps=OVERLOAD_STEPS, ecn_cycle=OVERLOAD_CYCLE)
+        run.counters = PortCounters(**{f.name: getattr(run.counters, f.name) - getattr(before, f.name)
+                                       for f in fields(PortCounters)})
+        if [r.pkt_seq for r in run.records] == list(range(1, run.taken + 1)):
+            break
     return rates(check_against_model(run, two_queues=True))
 
 
