@@ -133,6 +133,30 @@ def bench_parts(doc: dict) -> dict[str, dict[str, float]]:
     return parts
 
 
+def stacked_parts(ax, bars: list[tuple[str, dict[str, float]]], names: list[str]) -> None:
+    """One horizontal bar per (label, instructions by part), the parts stacked in `names`'
+    order, the first bar on top."""
+    left = [0.0] * len(bars)
+    for k, name in enumerate(names):
+        widths = [counted.get(name, 0) / 1000 for _, counted in bars]
+        ax.barh(range(len(bars)), widths, left=left, color=f"C{k}", label=name.replace("_", " "))
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("thousand instructions per packet (callgrind, 64-byte packets)")
+    ax.grid(axis="x", alpha=0.3)
+
+
+def saved(fig, out: Path, json_path: Path) -> Path:
+    """A bench chart laid out, rendered and published at `out`, naming its JSON."""
+    fig.tight_layout()
+    with tempfile.TemporaryDirectory() as tmp:
+        rendered = Path(tmp) / out.name
+        fig.savefig(rendered, dpi=DPI)
+        plt.close(fig)
+        return publish(rendered, out, shown(json_path), DPI)
+
+
 def bench(json_path: Path, docs_figures: Path = DOCS_FIGURES) -> Path:
     try:
         doc = json.loads(json_path.read_text())
@@ -142,27 +166,12 @@ def bench(json_path: Path, docs_figures: Path = DOCS_FIGURES) -> Path:
     cases = list(parts)
     names = list(next(iter(parts.values())))
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(cases) + 1.6))
-    left = [0.0] * len(cases)
-    for k, name in enumerate(names):
-        widths = [parts[case].get(name, 0) / 1000 for case in cases]
-        ax.barh(range(len(cases)), widths, left=left, color=f"C{k}",
-                label=name.replace("_", " "))
-        left = [a + b for a, b in zip(left, widths)]
-    ax.set_yticks(range(len(cases)), cases, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("thousand instructions per packet (callgrind, 64-byte packets)")
+    stacked_parts(ax, [(case, parts[case]) for case in cases], names)
     logging = "with" if doc.get("bmv2", {}).get("logging_macros") else "without"
     ax.set_title(f"Where a packet's instructions go (BMv2 {logging} logging macros)",
                  fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="upper right")    # the trivial program, short, is on top
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    into = emptied(docs_figures / "bench")
-    with tempfile.TemporaryDirectory() as tmp:
-        rendered = Path(tmp) / "bench-parts.png"
-        fig.savefig(rendered, dpi=DPI)
-        plt.close(fig)
-        return publish(rendered, into / "bench-parts.png", shown(json_path), DPI)
+    return saved(fig, emptied(docs_figures / "bench") / "bench-parts.png", json_path)
 
 
 # Our builds of a peer's algorithm, as a head-to-head row names them, beside the peer.
@@ -203,32 +212,18 @@ def head_to_head(json_path: Path, docs_figures: Path = DOCS_FIGURES) -> Path:
     bars, groups = head_to_head_bars(doc, json_path)
     names = list(bars[0][1])
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(bars) + 2.4))
-    left = [0.0] * len(bars)
-    for k, name in enumerate(names):
-        widths = [counted.get(name, 0) / 1000 for _, counted in bars]
-        ax.barh(range(len(bars)), widths, left=left, color=f"C{k}", label=name.replace("_", " "))
-        left = [a + b for a, b in zip(left, widths)]
+    stacked_parts(ax, bars, names)
     for first, count, peer in groups:
         span = (first - 0.45, first + count - 0.55)
         ax.vlines(peer / 1000, *span, colors="black", linewidth=1)
         ax.vlines(1.15 * peer / 1000, *span, colors="black", linewidth=1, linestyles="dashed")
     ax.plot([], [], color="black", linewidth=1, label="the peer's count")
     ax.plot([], [], color="black", linewidth=1, linestyle="dashed", label="1.15 times it")
-    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("thousand instructions per packet (callgrind, 64-byte packets)")
     ax.set_title("Head to head: each peer and our builds of its algorithm, by BMv2's parts",
                  fontsize=10)
     # Below the axes: every algorithm's bars reach the right-hand side somewhere.
     ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.09))
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    into = emptied(docs_figures / "head-to-head")
-    with tempfile.TemporaryDirectory() as tmp:
-        rendered = Path(tmp) / "head-to-head.png"
-        fig.savefig(rendered, dpi=DPI)
-        plt.close(fig)
-        return publish(rendered, into / "head-to-head.png", shown(json_path), DPI)
+    return saved(fig, emptied(docs_figures / "head-to-head") / "head-to-head.png", json_path)
 
 
 def main(argv: list[str] | None = None) -> int:
