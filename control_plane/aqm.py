@@ -66,9 +66,13 @@ class PortProgram:
 
     port: int
     encoded: Encoded | None
-    seed: int
+    seed: int               # the port's xorshift32 seed (port_seed): never 0, where it stays
     bmv2_random: bool
     telemetry_interval_us: int | None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.seed <= 0xFFFF_FFFF:
+            raise ValueError(f"a port's seed is a non-zero 32-bit number, not {self.seed}")
 
     @property
     def aqm(self) -> TableAction | None:

@@ -99,12 +99,7 @@ class PortModel:
 
     def _draw(self, fresh: bool) -> int:
         """prologue.p4 (seeded mode)"""
-        x = self._prng
-        if fresh or x == 0:
-            x = self.program.seed
-        if x == 0:
-            x = 1
-        self._prng = xorshift32(x)
+        self._prng = xorshift32(self.program.seed if fresh else self._prng)
         return self._prng
 
     def _verdict(self, pkt: Arrival, d: Decision) -> tuple[Outcome, Ecn]:

@@ -115,7 +115,8 @@ control EgressPipe(inout headers_t hdr,
 #ifdef P4AQM_WITH_TELEMETRY
 #ifdef P4AQM_DROP_AT_ENQUEUE
                 // The epoch's first packet may have been dropped in ingress: the telemetry
-                // sequence runs on across epochs (records carry their epoch).
+                // sequences run on across epochs (records carry their epoch), and count the
+                // packets ingress admitted.
                 meta.rec.fresh = 0;
 #endif
                 telemetry_export.apply(std_meta.egress_port, hdr, std_meta, meta.rec, meta.export,

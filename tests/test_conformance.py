@@ -1,16 +1,23 @@
 """What every algorithm's conformance rests on, on the real switch: seeded runs repeat
-exactly, and the arrival numbers ingress stamps reach egress. Each algorithm's own
+exactly, the arrival numbers ingress stamps reach egress, and the packet numbers count
+only while the port exports. Each algorithm's own
 conformance tests are in tests/algorithms/. And the statistical check the unseeded runs
 share, on draws whose answer is known."""
 
 from __future__ import annotations
 
+import asyncio
 import random
+from dataclasses import replace
 
 import pytest
 
 from support.conformance import PORT, RATE_PPS, check_draws_uniform, run_pattern
+from support.traffic import send_paced, udp_packet
+from support.waiting import running
 from control_plane.aqm import PortConfig, RedEcn
+from control_plane.dataplane import Ecn
+from control_plane.telemetry import TelemetryRecord
 
 RED_ARGS = dict(minth=5, maxth=15, maxp=0.3, wq=0.1, limit=35)
 DRAWS = 372     # what one unseeded run of the pattern records
@@ -28,6 +35,42 @@ async def test_runs_repeat_with_the_same_seed(switch, testbed):
     draws = [[r.rnd for r in run.records] for run in runs]
     assert len(draws[0]) == 40
     assert draws[0] == draws[1] != draws[2]
+
+
+@pytest.mark.p4
+@pytest.mark.root
+async def test_packet_numbers_count_only_while_telemetry_is_on(switch, testbed):
+    """A port without telemetry counts no packet numbers (what it would pay for every
+    packet, telemetry.p4): switched on in the same epoch, its records number from 1."""
+    off = PortConfig(port=PORT, aqm=RedEcn(**RED_ARGS), link_pps=RATE_PPS,
+                     telemetry_interval=None)
+    await switch.configure_port(off)
+    epoch = switch.epoch(PORT)
+    rx = testbed.port(PORT)
+    rx.drain()
+    before = [bytes(udp_packet(i, Ecn.ECT0)) for i in range(1, 31)]
+    await asyncio.to_thread(send_paced, testbed.port(1), before, [(30, 0.1)])
+    assert len(await asyncio.to_thread(rx.receive, quiet=1.0, limit=30.0, expect=30)) == 30
+    await switch.configure_port(replace(off, telemetry_interval=0.0), reset=False)
+    assert switch.epoch(PORT) == epoch
+
+    records: list[TelemetryRecord] = []
+
+    async def collect() -> None:
+        async for rec in switch.telemetry():
+            if rec.port == PORT:
+                records.append(rec)
+                if len(records) == 20:
+                    return
+
+    collector = asyncio.create_task(collect())
+    await running(collector)
+    after = [bytes(udp_packet(i, Ecn.ECT0)) for i in range(31, 51)]
+    await asyncio.to_thread(send_paced, testbed.port(1), after, [(20, 0.1)])
+    await asyncio.wait_for(collector, timeout=30.0)
+    assert {r.epoch for r in records} == {epoch}
+    assert sorted(r.pkt_seq for r in records) == list(range(1, 21))
+    assert sorted(r.tele_seq for r in records) == list(range(1, 21))
 
 
 @pytest.mark.parametrize("seed", range(5))

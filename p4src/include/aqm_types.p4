@@ -36,9 +36,6 @@ header aqm_record_h {
 #endif
     // The record.
     bit<16> epoch;
-#ifdef P4AQM_WITH_TELEMETRY
-    bit<32> pkt_seq;      // only telemetry reads it
-#endif
 #ifdef P4AQM_WITH_DRAWS
     bit<32> rnd;
 #endif
@@ -82,8 +79,10 @@ header aqm_record_h {
 
 // Telemetry's working values (telemetry.p4), valid on a port that exports: in the metadata,
 // not in the control, where p4c would make every packet invalidate it at the control's
-// start (a table of its own). A record's tele_seq is its seq (the clone copies it).
+// start (a table of its own). A record's tele_seq is its seq and its pkt_seq its pkt_seq
+// (the clone copies them).
 header aqm_export_h {
+    bit<32> pkt_seq;
     bit<32> seq;
     usec_t  last;
     usec_t  now;

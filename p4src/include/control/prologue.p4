@@ -3,9 +3,9 @@
 
 #include "../headers.p4"
 
-// What every AQM packet does first: its codepoint on arrival, its port's epoch and packet
-// number (telemetry's), and one random draw. In one control so that they share two tables (p4c makes a
-// table of every stretch of straight-line code, and every table costs every packet).
+// What every AQM packet does first: its codepoint on arrival, its port's epoch, and one
+// random draw. In one control so that they share two tables (p4c makes a table of every
+// stretch of straight-line code, and every table costs every packet).
 //
 // Registers cannot be written over P4Runtime, so a port's AQM state is reset by writing a
 // new epoch number (with the aqm_config entry): the first packet that sees it starts from
@@ -16,15 +16,22 @@
 // (P4AQM_WITH_DRAWS). The default is a per-port xorshift32 stream (Marsaglia 2003) seeded
 // by the controller, so runs are reproducible and the golden model can follow the switch
 // draw by draw; BMv2's random() is the unseedable alternative, and the only one in a
-// profile without the seeded stream (P4AQM_WITH_SEEDED_PRNG).
+// profile without the seeded stream (P4AQM_WITH_SEEDED_PRNG). The stream steps with the
+// epoch's load, whichever the port draws from, and the epoch's first packet steps it
+// again from the seed (never 0: xorshift32 stays at 0, control_plane/aqm.py's port_seed).
+// A port that changes seed or source starts a new epoch (control_plane/switch.py).
+#ifdef P4AQM_WITH_SEEDED_PRNG
+#define XORSHIFT32(x) \
+    x = x ^ (x << 13); \
+    x = x ^ (x >> 17); \
+    x = x ^ (x << 5);
+#endif
+
 control Prologue(in port_t index,
                  in headers_t hdr,
                  inout aqm_record_h rec) {
 
     register<bit<16>, port_t>(PORT_SLOTS) epoch_reg;
-#ifdef P4AQM_WITH_TELEMETRY
-    register<bit<32>, port_t>(PORT_SLOTS) pkt_seq_reg;
-#endif
 #ifdef P4AQM_WITH_SEEDED_PRNG
     register<bit<32>, port_t>(PORT_SLOTS) state_reg;    // the PRNG's
 #endif
@@ -34,13 +41,10 @@ control Prologue(in port_t index,
     action load() {
         rec.ecn_in = (bit<8>)hdr.ipv4.ecn;
         epoch_reg.read(rec.epoch, index);
-#ifdef P4AQM_WITH_TELEMETRY
-        pkt_seq_reg.read(rec.pkt_seq, index);
-        rec.pkt_seq = rec.pkt_seq + 1;
-        pkt_seq_reg.write(index, rec.pkt_seq);
-#endif
 #ifdef P4AQM_WITH_SEEDED_PRNG
         state_reg.read(rec.rnd, index);
+        XORSHIFT32(rec.rnd)
+        state_reg.write(index, rec.rnd);
 #endif
     }
 
@@ -51,8 +55,9 @@ control Prologue(in port_t index,
     action restart() {
         rec.fresh = 1;
         rec.epoch = rec.epoch_id;
-#ifdef P4AQM_WITH_TELEMETRY
-        rec.pkt_seq = 1;
+#ifdef P4AQM_WITH_SEEDED_PRNG
+        rec.rnd = rec.seed;
+        XORSHIFT32(rec.rnd)
 #endif
     }
 
@@ -60,19 +65,10 @@ control Prologue(in port_t index,
     // the register calls (temporaries, defines.p4).
     action save_epoch() {
         epoch_reg.write(index, rec.epoch);
-#ifdef P4AQM_WITH_TELEMETRY
-        pkt_seq_reg.write(index, rec.pkt_seq);
-#endif
-    }
-
 #ifdef P4AQM_WITH_SEEDED_PRNG
-    action xorshift() {
-        rec.rnd = rec.rnd ^ (rec.rnd << 13);
-        rec.rnd = rec.rnd ^ (rec.rnd >> 17);
-        rec.rnd = rec.rnd ^ (rec.rnd << 5);
         state_reg.write(index, rec.rnd);
-    }
 #endif
+    }
 
     apply {
         load();
@@ -86,15 +82,6 @@ control Prologue(in port_t index,
 #if defined(P4AQM_WITH_DRAWS) && defined(P4AQM_WITH_SEEDED_PRNG)
         if (rec.bmv2_random == 1) {
             random(rec.rnd, 0, FRAC32_ONE);
-        } else {
-            if (rec.fresh == 1 || rec.rnd == 0) {
-                rec.rnd = rec.seed;
-                // xorshift32 never leaves 0; a zero seed would stall it.
-                if (rec.rnd == 0) {
-                    rec.rnd = 1;
-                }
-            }
-            xorshift();
         }
 #elif defined(P4AQM_WITH_DRAWS)
         random(rec.rnd, 0, FRAC32_ONE);

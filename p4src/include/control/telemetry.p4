@@ -13,6 +13,9 @@ control TelemetryExport(in port_t index,
                         inout aqm_export_h v,
                         inout aqm_stamp_h stamp) {
 
+    // The port's AQM packets and records so far: counted only while it exports, so that a
+    // port without telemetry (the benchmarks' peers have none) pays nothing for them.
+    register<bit<32>, port_t>(PORT_SLOTS) pkt_seq_reg;
     register<bit<32>, port_t>(PORT_SLOTS) tele_seq_reg;
     register<usec_t, port_t>(PORT_SLOTS) last_export_reg;
 
@@ -24,11 +27,22 @@ control TelemetryExport(in port_t index,
         v.setValid();
         v.interval = interval_us;
         v.now = std_meta.enq_timestamp + std_meta.deq_timedelta;
+        pkt_seq_reg.read(v.pkt_seq, index);
         tele_seq_reg.read(v.seq, index);
         last_export_reg.read(v.last, index);
     }
 
     action no_export() {
+    }
+
+    action restart_count() {
+        v.pkt_seq = 0;
+        v.seq = 0;
+    }
+
+    action count_packet() {
+        v.pkt_seq = v.pkt_seq + 1;
+        pkt_seq_reg.write(index, v.pkt_seq);
     }
 
     table telemetry_config {
@@ -57,8 +71,9 @@ control TelemetryExport(in port_t index,
     apply {
         if (telemetry_config.apply().hit) {
             if (rec.fresh == 1) {
-                v.seq = 0;
+                restart_count();
             }
+            count_packet();
             if (v.seq == 0 || v.now - v.last >= v.interval) {
                 v.seq = v.seq + 1;
                 tele_seq_reg.write(index, v.seq);
@@ -87,7 +102,7 @@ control TelemetryFormat(inout headers_t hdr,
         hdr.telemetry.setValid();
         hdr.telemetry.port = stamp.port;
         hdr.telemetry.epoch = rec.epoch;
-        hdr.telemetry.pkt_seq = rec.pkt_seq;
+        hdr.telemetry.pkt_seq = export.pkt_seq;
         hdr.telemetry.tele_seq = export.seq;
         hdr.telemetry.enq_ts = stamp.enq_ts;
         hdr.telemetry.deq_timedelta = stamp.deq_timedelta;
