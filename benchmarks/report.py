@@ -90,7 +90,7 @@ def part_costs(counted: dict[str, dict]) -> list[dict]:
         if not profile_name or "+" in profile_name:
             continue
         profile = Profile.named(profile_name)
-        without = {part: f"{name}+{Profile.of(profile.algorithms, (part,)).name.split('+', 1)[1]}"
+        without = {part: f"{case}@{profile.leaving_out(part).name}"
                    for part in OPTIONAL_PARTS if part in profile.parts}
         if not any(c in counted for c in without.values()):
             continue    # not a run with --parts

@@ -135,7 +135,7 @@ def with_profiles(all_cases: list[Case], chosen: frozenset[str] | None,
                 profile = Profile.parse(algorithm)
                 for part in OPTIONAL_PARTS:
                     if part in profile.parts:
-                        name = Profile.of(profile.algorithms, (part,)).name
+                        name = profile.leaving_out(part).name
                         out.append(replace(case, name=f"{case.name}@{name}", profile=name))
             lean_profile = Profile.parse(f"{algorithm}+{LEAN}").name
             if lean:
@@ -311,7 +311,7 @@ def revision_source(revision: str, folder: Path, profiles: list[str]) -> Path:
     # The options that asked for builds without parts: --lean (and --constants), --parts.
     without_parts = " or ".join(option for option, asked in (
         ("--lean", any(LEAN in name.split("+") for name in leaner)),
-        ("--parts", any("+no-" in name for name in leaner))) if asked)
+        ("--parts", any(Profile.named(name).leaves_out_some for name in leaner))) if asked)
     for symbol, builds, option in (("P4AQM_WITH_TELEMETRY", leaner, without_parts),
                                    ("P4AQM_CONSTANTS", [n for n in leaner if CONSTANTS in n],
                                     "--constants")):

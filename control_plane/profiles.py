@@ -228,6 +228,16 @@ class Profile:
         kept = [p for p in _optional_parts(self.algorithms) if p not in self.without]
         return (*shared, *draws, *kept)
 
+    def leaving_out(self, part: str) -> "Profile":
+        """This profile without one more of its optional parts (a case of --parts)."""
+        return Profile.of(self.algorithms, (*self.without, part))
+
+    @property
+    def leaves_out_some(self) -> bool:
+        """It leaves out some of its optional parts but not all ("+no-telemetry", not
+        "+lean")."""
+        return bool(self.without) and set(self.without) != set(_optional_parts(self.algorithms))
+
     def folder(self, root: Path) -> Path:
         """Where the profile builds: the root itself for "all" (build/), else
         <root>/profiles/<name>."""

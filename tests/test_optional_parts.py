@@ -58,6 +58,21 @@ def test_a_profile_name_says_what_it_leaves_out(text, name, without):
     assert not set(without) & set(profile.parts)
 
 
+@pytest.mark.parametrize("name, part, then, some_before, some_then", [
+    ("pie", "TELEMETRY", "pie+no-telemetry", False, True),
+    ("pie+no-telemetry", "SEEDED_PRNG", "pie+no-telemetry+no-seeded-prng", True, True),
+    ("codel+no-telemetry+no-reason-counters", "INPUT_CHECKS", "codel+lean", True, False),
+    ("all", "INPUT_CHECKS", "all+no-input-checks", False, True),
+], ids=["one", "another", "the-last-is-lean", "all"])
+def test_leaving_out_one_more_part(name, part, then, some_before, some_then):
+    """--parts' cases: a profile without one more part, and which profiles the benchmark
+    counts only (some parts left out, not all)."""
+    before = Profile.named(name)
+    after = before.leaving_out(part)
+    assert (after.name, before.leaves_out_some, after.leaves_out_some) == (
+        then, some_before, some_then)
+
+
 def test_an_unknown_option_is_refused_naming_the_valid_ones():
     with pytest.raises(ConfigError) as refused:
         Profile.parse("codel+slim")
