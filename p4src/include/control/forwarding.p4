@@ -7,26 +7,6 @@
 // Nothing is flooded: a miss, an expired TTL, a malformed header or an IPv4 header that
 // fails RFC 1812's checks drops the packet and counts it by reason (a profile without input
 // checks forwards what they would drop; one without reason counters does not count).
-//
-// RFC 1812 5.2.2's input checks: a packet the parser took whole (with L4 headers, one cut
-// short after the IPv4 header and its options is no error of the packet's), the IPv4
-// checksum verified (the parser's), a total length that holds the header and no more
-// bytes than the frame brings (Ethernet padding may add some).
-#define IPV4_HEADER_BYTES ((bit<16>)hdr.ipv4.ihl << 2)
-#define IPV4_TRUNCATED ((bit<32>)hdr.ipv4.total_len + ETHERNET_BYTES > std_meta.packet_length)
-#if !defined(P4AQM_WITH_INPUT_CHECKS)
-#define WELL_FORMED true
-#define IPV4_CHECKS_PASS true
-#else
-#ifdef P4AQM_WITH_L4_PORTS
-#define WELL_FORMED (std_meta.parser_error == error.NoError || meta.l3_parsed == 1)
-#else
-#define WELL_FORMED (std_meta.parser_error == error.NoError)
-#endif
-#define IPV4_CHECKS_PASS (std_meta.checksum_error == 0 \
-        && hdr.ipv4.total_len >= IPV4_HEADER_BYTES && !IPV4_TRUNCATED)
-#endif
-
 control Forwarding(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t std_meta) {
@@ -98,26 +78,34 @@ control Forwarding(inout headers_t hdr,
     }
 
     apply {
-        // An IPv4 packet that passes every check in one condition, the rest (each a
-        // condition every packet would pay for, defines.p4) only for those that do not.
-        if (hdr.ipv4.isValid() && WELL_FORMED && IPV4_CHECKS_PASS && hdr.ipv4.ttl > 1) {
-            ipv4_lpm.apply();
-        } else if (!(WELL_FORMED)) {
-            drop(DROP_MALFORMED);
-        } else if (!hdr.ipv4.isValid()) {
-            l2_exact.apply();
-        }
 #ifdef P4AQM_WITH_INPUT_CHECKS
-        else if (std_meta.checksum_error == 1) {
-            drop(DROP_BAD_CHECKSUM);
-        } else if (hdr.ipv4.total_len < IPV4_HEADER_BYTES) {
-            drop(DROP_LENGTH_BELOW_HEADER);
-        } else if (IPV4_TRUNCATED) {
-            drop(DROP_TRUNCATED);
-        }
+        if (std_meta.parser_error != error.NoError
+#ifdef P4AQM_WITH_L4_PORTS
+                && meta.l3_parsed == 0
 #endif
-        else {
-            drop(DROP_TTL_EXPIRED);
+                ) {
+            drop(DROP_MALFORMED);
+        } else
+#endif
+        if (hdr.ipv4.isValid()) {
+#ifdef P4AQM_WITH_INPUT_CHECKS
+            // RFC 1812 5.2.2's input checks, then the TTL. Bytes beyond the total length
+            // (Ethernet padding) are allowed; fewer are not.
+            if (std_meta.checksum_error == 1) {
+                drop(DROP_BAD_CHECKSUM);
+            } else if (hdr.ipv4.total_len < ((bit<16>)hdr.ipv4.ihl << 2)) {
+                drop(DROP_LENGTH_BELOW_HEADER);
+            } else if ((bit<32>)hdr.ipv4.total_len + ETHERNET_BYTES > std_meta.packet_length) {
+                drop(DROP_TRUNCATED);
+            } else
+#endif
+            if (hdr.ipv4.ttl <= 1) {
+                drop(DROP_TTL_EXPIRED);
+            } else {
+                ipv4_lpm.apply();
+            }
+        } else {
+            l2_exact.apply();
         }
     }
 }
