@@ -859,8 +859,9 @@ class Controller:
                     "prob": fp.from_frac32(rec.prob),
                     "state": type(cfg.aqm).describe(rec),
                     "records": view.records,
-                    # The port's state epoch and its packets in it: both carry on while
-                    # the switch keeps the state (a controller restart that adopts it).
+                    # The port's state epoch and its packet number (counted while it has
+                    # telemetry): both carry on while the switch keeps the state (a
+                    # controller restart that adopts it).
                     "epoch": rec.epoch,
                     "pkt_seq": rec.pkt_seq,
                 },

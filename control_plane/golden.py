@@ -76,9 +76,9 @@ class PortModel:
         draw = 0 if not self.draws else self._draw(fresh) if rnd is None else rnd
         decision = self.algorithm.step(fresh, pkt, draw)
         outcome, ecn_out = self._verdict(pkt, decision)
-        exported, tele_seq = self._export(fresh, pkt)
+        exported, pkt_seq, tele_seq = self._export(fresh, pkt)
         record = TelemetryRecord(
-            port=self.program.port, epoch=self.epoch, pkt_seq=self._pkt_seq,
+            port=self.program.port, epoch=self.epoch, pkt_seq=pkt_seq,
             tele_seq=tele_seq, enq_ts=pkt.enq_ts, deq_timedelta=pkt.deq_timedelta,
             egress_ts=pkt.departure, qdepth=pkt.qdepth, deq_qdepth=decision.deq_qdepth,
             arr_seq=decision.arr_seq, avg=decision.avg, prob=decision.prob,
@@ -91,10 +91,7 @@ class PortModel:
     def _epoch_step(self) -> bool:
         """prologue.p4 (the epoch comes with the aqm_config entry)"""
         fresh = self._epoch_reg != self.epoch
-        if fresh:
-            self._epoch_reg = self.epoch
-            self._pkt_seq = 0
-        self._pkt_seq = (self._pkt_seq + 1) & U32
+        self._epoch_reg = self.epoch
         return fresh
 
     def _draw(self, fresh: bool) -> int:
@@ -142,15 +139,19 @@ class PortModel:
                 c.notect_drops += 1
         return outcome, out
 
-    def _export(self, fresh: bool, pkt: Arrival) -> tuple[bool, int]:
-        """telemetry.p4 (TelemetryExport); returns (exported, tele_seq in the record)."""
+    def _export(self, fresh: bool, pkt: Arrival) -> tuple[bool, int, int]:
+        """telemetry.p4 (TelemetryExport); returns (exported, pkt_seq, tele_seq in the
+        record): a port without telemetry counts neither."""
         interval = self.program.telemetry_interval_us
         if interval is None:
-            return False, 0
+            return False, 0, 0
+        if fresh:
+            self._pkt_seq = 0
+        self._pkt_seq = (self._pkt_seq + 1) & U32
         seq = 0 if fresh else self._tele_seq
         now = (pkt.enq_ts + pkt.deq_timedelta) & U32
         if seq == 0 or ((now - self._last_export) & U32) >= interval:
             self._tele_seq = seq + 1
             self._last_export = now
-            return True, self._tele_seq
-        return False, 0
+            return True, self._pkt_seq, self._tele_seq
+        return False, self._pkt_seq, 0

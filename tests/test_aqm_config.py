@@ -2,6 +2,7 @@
 CLI, TOML). Each algorithm's own parameters are tested in tests/algorithms/."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -32,6 +33,14 @@ def test_port_program_carries_tables_seed_and_telemetry():
     assert program.telemetry_interval_us == 10_000
     assert program.seed == port_seed(7, 3) != 0
     assert port_seed(7, 3) != port_seed(7, 4) and port_seed(7, 3) != port_seed(8, 3)
+
+
+@pytest.mark.parametrize("seed", [0, 2**32], ids=["zero", "beyond-32-bits"])
+def test_a_port_program_refuses_a_seed_xorshift_cannot_take(seed):
+    """prologue.p4 steps xorshift32 from the seed as it is: 0 would stay 0."""
+    program = PortConfig(port=3, aqm=Red(), link_pps=500.0).encode()
+    with pytest.raises(ValueError, match="non-zero 32-bit"):
+        replace(program, seed=seed)
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))

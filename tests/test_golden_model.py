@@ -124,6 +124,19 @@ def test_a_new_epoch_starts_clean(name):
     assert [r.pkt_seq for r in b] == list(range(1, 801))
 
 
+@pytest.mark.parametrize("interval, numbers", [
+    (None, [0] * 6), (0.0, [1, 2, 3, 4, 5, 6]), (1.0, [1, 2, 3, 4, 5, 6])],
+    ids=["telemetry-off", "every-packet", "one-record-a-second"])
+def test_packet_numbers_count_only_with_telemetry(interval, numbers):
+    """telemetry.p4: a port with telemetry numbers every packet of the epoch, exported or
+    not; one without counts nothing."""
+    program = PortConfig(port=2, aqm=Red(), link_pps=1000.0,
+                         telemetry_interval=interval).encode()
+    model = PortModel(program, epoch=1)
+    records = [model.process(p)[0] for p in arrivals([1] * 6)]
+    assert [r.pkt_seq for r in records] == numbers
+
+
 def test_every_aqm_port_draws_once_per_packet():
     _, drop_tail = run_model(DropTail(), arrivals([1] * 5), seed=4)
     _, red = run_model(Red(), arrivals([1] * 5), seed=4)

@@ -10,7 +10,7 @@
 header telemetry_t {
     bit<16> port;            // egress port the record describes
     bit<16> epoch;           // state epoch in force (the aqm_config entry's epoch_id)
-    bit<32> pkt_seq;         // packets seen on the port in this epoch while it exports, this one included
+    bit<32> pkt_seq;         // packets seen on the port with telemetry on, this one included
     bit<32> tele_seq;        // records exported for the port in this epoch, this one included
     bit<32> enq_ts;          // USEC, arrival at the queue
     bit<32> deq_timedelta;   // USEC, sojourn in the queue

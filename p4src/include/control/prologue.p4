@@ -9,17 +9,18 @@
 //
 // Registers cannot be written over P4Runtime, so a port's AQM state is reset by writing a
 // new epoch number (with the aqm_config entry): the first packet that sees it starts from
-// a clean state (algorithm state 0, PRNG reseeded, sequence numbers from 1). rec.fresh is
-// 0 on entry (the record is zeroed) and set for that packet.
+// a clean state (algorithm state 0, PRNG reseeded, telemetry's numbers from 1 on a port
+// that exports). rec.fresh is 0 on entry (the record is zeroed) and set for that packet.
 //
 // The draw is one uniform FRAC32 per packet, in a profile with an algorithm that draws
 // (P4AQM_WITH_DRAWS). The default is a per-port xorshift32 stream (Marsaglia 2003) seeded
 // by the controller, so runs are reproducible and the golden model can follow the switch
 // draw by draw; BMv2's random() is the unseedable alternative, and the only one in a
-// profile without the seeded stream (P4AQM_WITH_SEEDED_PRNG). The stream steps with the
-// epoch's load, whichever the port draws from, and the epoch's first packet steps it
-// again from the seed (never 0: xorshift32 stays at 0, control_plane/aqm.py's port_seed).
-// A port that changes seed or source starts a new epoch (control_plane/switch.py).
+// profile without the seeded stream (P4AQM_WITH_SEEDED_PRNG). load() steps the stream on
+// every packet, whichever source the port draws from; the epoch's first packet restarts
+// it at xorshift32(seed) (a seed is never 0, where xorshift32 stays: control_plane/aqm.py's
+// port_seed). A port that changes seed or source starts a new epoch
+// (control_plane/switch.py).
 #ifdef P4AQM_WITH_SEEDED_PRNG
 #define XORSHIFT32(x) \
     x = x ^ (x << 13); \

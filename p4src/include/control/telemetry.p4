@@ -13,8 +13,8 @@ control TelemetryExport(in port_t index,
                         inout aqm_export_h v,
                         inout aqm_stamp_h stamp) {
 
-    // The port's AQM packets and records so far: counted only while it exports, so that a
-    // port without telemetry (the benchmarks' peers have none) pays nothing for them.
+    // The port's AQM packets and records so far: counted only while the port has a
+    // telemetry_config entry, so that a port without telemetry pays nothing for them.
     register<bit<32>, port_t>(PORT_SLOTS) pkt_seq_reg;
     register<bit<32>, port_t>(PORT_SLOTS) tele_seq_reg;
     register<usec_t, port_t>(PORT_SLOTS) last_export_reg;
