@@ -76,6 +76,12 @@ class Run:
     taken: int                        # frames BMv2 took in (a loaded machine loses some)
     profile: Profile                  # the switch's program
 
+    @property
+    def telemetry_complete(self) -> bool:
+        """Every frame BMv2 took in has its record, numbered 1, 2, ... (no PacketIn lost,
+        no tail drop)."""
+        return [r.pkt_seq for r in self.records] == list(range(1, self.taken + 1))
+
 
 def five_tuple(frame: bytes) -> FiveTuple:
     ip = IP(frame[14:])
