@@ -51,7 +51,6 @@ header pi2_h {
     // alpha target + beta qdelay_old; for the missed updates, beta qdelay_old + alpha target m
     bit<96>  down;
     bit<64>  coupled;    // p_CL = k p' (P48)
-    bit<64>  classic;    // p_C = p'^2 (FRAC32, saturated)
 }
 
 // The aqm_config actions, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
@@ -96,6 +95,10 @@ control Pi2Update(inout pi2_h v,
         rec.PI2_QDELAY = v.prev;
         pi_update.apply(PARAM(v, alpha), PARAM(v, beta), PARAM(v, alpha_target), v.prev,
                         rec.PI2_QDELAY_OLD, (bit<96>)v.prob, v.up, v.down);
+        // Before the `if`s, in one stretch of code with the above: one table (defines.p4).
+        rec.PI2_QDELAY_OLD = v.prev;
+        rec.event = EVENT_UPDATE;
+        rec.PI2_UPDATES = v.missed + 1;
         if (v.down >= v.up) {
             v.prob = 0;
         } else if (v.up - v.down >= (bit<96>)P48_ONE) {
@@ -103,7 +106,6 @@ control Pi2Update(inout pi2_h v,
         } else {
             v.prob = (p48_t)(v.up - v.down);
         }
-        rec.PI2_QDELAY_OLD = v.prev;
         if (v.missed != 0) {
             v.down = (bit<96>)PARAM(v, beta) * (bit<96>)rec.PI2_QDELAY_OLD
                      + (bit<96>)PARAM(v, alpha_target) * (bit<96>)v.missed;
@@ -114,8 +116,6 @@ control Pi2Update(inout pi2_h v,
             }
             rec.PI2_QDELAY_OLD = 0;
         }
-        rec.event = EVENT_UPDATE;
-        rec.PI2_UPDATES = v.missed + 1;
     }
 }
 
@@ -130,13 +130,17 @@ control Pi2Signal(in standard_metadata_t std_meta,
                   inout pi2_h v,
                   inout aqm_record_h rec) {
     apply {
-        v.classic = (bit<64>)(((bit<128>)v.prob * (bit<128>)v.prob) >> 64);
-        if (v.classic > (bit<64>)FRAC32_ONE) {
-            v.classic = (bit<64>)FRAC32_ONE;
-        }
+        // p' for the record, p_C as the packet's probability (both FRAC32; an L4S packet's
+        // is set below) and p_CL. p' <= 1.0, and only p' = 1.0 takes p' and p_C past
+        // FRAC32's range: one saturation for both (one condition, defines.p4).
+        rec.PI2_BASE_PROB = (frac32_t)(v.prob >> 16);
+        rec.prob = (frac32_t)(((bit<128>)v.prob * (bit<128>)v.prob) >> 64);
         v.coupled = v.prob * (bit<64>)PARAM(v, k);
+        if (v.prob == P48_ONE) {
+            rec.PI2_BASE_PROB = FRAC32_ONE;
+            rec.prob = FRAC32_ONE;
+        }
         if (rec.PI2_CLASS == PI2_CLASSIC) {
-            rec.prob = (frac32_t)v.classic;
             if (rec.rnd < rec.prob) {
                 rec.fire = 1;
                 if (v.coupled >= P48_ONE) {
@@ -144,7 +148,6 @@ control Pi2Signal(in standard_metadata_t std_meta,
                 }
             }
         } else if (v.coupled >= P48_ONE) {
-            rec.prob = (frac32_t)v.classic;
             rec.fire = 1;
             if (rec.rnd < rec.prob) {
                 rec.region = REGION_FORCED;
@@ -181,13 +184,6 @@ control Pi2(in port_t index,
     register<usec_t, port_t>(PORT_SLOTS) qdelay_old_reg;
     register<usec_t, port_t>(PORT_SLOTS) prev_reg;
 
-    action load() {
-        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
-        base_prob_reg.read(v.prob, index);
-        qdelay_old_reg.read(rec.PI2_QDELAY_OLD, index);
-        prev_reg.read(v.prev, index);
-    }
-
     action init() {
         v.prob = 0;
         rec.PI2_QDELAY_OLD = 0;
@@ -201,7 +197,14 @@ control Pi2(in port_t index,
     }
 
     apply {
-        load();
+        // The port's state loaded, then the update clock's: statements, not an action, so
+        // that p4c makes one table of them (an action called directly is a table of its own).
+        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
+        base_prob_reg.read(v.prob, index);
+        qdelay_old_reg.read(rec.PI2_QDELAY_OLD, index);
+        prev_reg.read(v.prev, index);
+        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, PARAM(v, tupdate),
+                      PARAM(v, inv_tupdate), v.cur, v.next, v.due, v.missed);
         if (rec.fresh == 1) {
             init();
         }
@@ -217,8 +220,6 @@ control Pi2(in port_t index,
         if (rec.ecn_in[0:0] == 1) {
             rec.PI2_CLASS = PI2_L4S;
         }
-        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, PARAM(v, tupdate),
-                      PARAM(v, inv_tupdate), v.cur, v.next, v.due, v.missed);
         if (v.due == 1) {
             update.apply(v, rec);
         }
@@ -230,11 +231,6 @@ control Pi2(in port_t index,
             v.prev = v.cur;
         }
         signal.apply(std_meta, v, rec);
-        // p' in FRAC32, saturated: p' <= 1.0, and only 1.0 is past FRAC32's range.
-        rec.PI2_BASE_PROB = (frac32_t)(v.prob >> 16);
-        if (v.prob == P48_ONE) {
-            rec.PI2_BASE_PROB = FRAC32_ONE;
-        }
         store();
     }
 }

@@ -22,12 +22,12 @@ control PiCore(in port_t index,
     IntervalClock() update_timer;
 
     apply {
+        update_timer.apply(index, fresh, std_meta.egress_global_timestamp, tupdate,
+                           inv_tupdate, next, due, missed);
         // The departing packet's sojourn; 0 when it leaves its queue empty (idle).
         if (deq_qdepth != 0) {
             current_qdelay = std_meta.deq_timedelta;
         }
-        update_timer.apply(index, fresh, std_meta.egress_global_timestamp, tupdate,
-                           inv_tupdate, next, due, missed);
     }
 }
 
