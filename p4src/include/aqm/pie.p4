@@ -155,6 +155,9 @@ control PieCalculateDropProb(in port_t index,
         rec.PIE_QDELAY = v.prev;
         pi_update.apply(PARAM(v, alpha), PARAM(v, beta), PARAM(v, alpha_target), v.prev,
                         rec.PIE_QDELAY_OLD, 0, v.up, v.down);
+        // Before the `if`s, in one stretch of code with the above: one table (defines.p4).
+        rec.event = EVENT_UPDATE;
+        rec.PIE_UPDATES = v.missed + 1;
         // Auto-tuning (RFC 8033 4.2): the change scaled down by p's band.
         if (v.prob < PIE_BAND_6) {
             v.shift = 11;
@@ -201,8 +204,6 @@ control PieCalculateDropProb(in port_t index,
         if (v.missed != 0) {
             idle_updates.apply(index, v, rec);
         }
-        rec.event = EVENT_UPDATE;
-        rec.PIE_UPDATES = v.missed + 1;
     }
 }
 
@@ -257,15 +258,6 @@ control Pie(in port_t index,
     register<usec_t, port_t>(PORT_SLOTS) burst_allowance_reg;
     register<bit<64>, port_t>(PORT_SLOTS) accu_prob_reg;
 
-    action load() {
-        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
-        drop_prob_reg.read(v.prob, index);
-        qdelay_old_reg.read(rec.PIE_QDELAY_OLD, index);
-        prev_reg.read(v.prev, index);
-        burst_allowance_reg.read(rec.PIE_BURST_ALLOWANCE, index);
-        accu_prob_reg.read(v.accu, index);
-    }
-
     action init() {
         v.prob = 0;
         rec.PIE_QDELAY_OLD = 0;
@@ -283,12 +275,19 @@ control Pie(in port_t index,
     }
 
     apply {
-        load();
+        // The port's state loaded, then the update clock's: statements, not an action, so
+        // that p4c makes one table of them (an action called directly is a table of its own).
+        rec.deq_qdepth = (bit<32>)std_meta.deq_qdepth;
+        drop_prob_reg.read(v.prob, index);
+        qdelay_old_reg.read(rec.PIE_QDELAY_OLD, index);
+        prev_reg.read(v.prev, index);
+        burst_allowance_reg.read(rec.PIE_BURST_ALLOWANCE, index);
+        accu_prob_reg.read(v.accu, index);
+        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, PARAM(v, tupdate),
+                      PARAM(v, inv_tupdate), v.cur, v.next, v.due, v.missed);
         if (rec.fresh == 1) {
             init();
         }
-        pi_core.apply(index, rec.fresh, std_meta, rec.deq_qdepth, PARAM(v, tupdate),
-                      PARAM(v, inv_tupdate), v.cur, v.next, v.due, v.missed);
         if (v.due == 1) {
             calculate_drop_prob.apply(index, v, rec);
         }
