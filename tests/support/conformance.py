@@ -90,6 +90,37 @@ def five_tuple(frame: bytes) -> FiveTuple:
                      ip.proto, l4.sport if l4 else 0, l4.dport if l4 else 0)
 
 
+async def send_recording(switch: AqmSwitch, testbed: Testbed, port: int, epoch: int,
+                         frames: list[bytes], steps, records_within: float
+                         ) -> tuple[list[TelemetryRecord], list, int]:
+    """Sends frames into port 1 paced by steps and receives what leaves `port`, recording
+    the port's telemetry of `epoch` meanwhile: its records (those that came within
+    records_within seconds of the last frame out; the caller checks every packet egress
+    saw has its record), the frames out and the frames BMv2 took in (enqueued)."""
+    total = len(frames)
+    rx = testbed.port(port)
+    rx.drain()
+    enqueued_before = await switch.read_enqueued(port)
+    records: list[TelemetryRecord] = []
+
+    async def collect() -> None:
+        async for rec in switch.telemetry():
+            if rec.port == port and rec.epoch == epoch:
+                records.append(rec)
+                if len(records) == total:
+                    return
+
+    collector = asyncio.create_task(collect())
+    await running(collector)  # the PacketIn subscription is in place
+    await asyncio.to_thread(send_paced, testbed.port(1), frames, steps)
+    frames_out = await asyncio.to_thread(rx.receive, quiet=1.0, limit=60.0, expect=total)
+    try:
+        await asyncio.wait_for(collector, timeout=records_within)
+    except asyncio.TimeoutError:
+        collector.cancel()
+    return records, frames_out, await switch.read_enqueued(port) - enqueued_before
+
+
 async def run_pattern(switch: AqmSwitch, testbed: Testbed, config: PortConfig,
                       steps=PATTERN, ecn_cycle=ECN_CYCLE, queue_depth=QUEUE_DEPTH,
                       make_frame=udp_packet) -> Run:
@@ -103,28 +134,9 @@ async def run_pattern(switch: AqmSwitch, testbed: Testbed, config: PortConfig,
     sent = {i: ecn_cycle[(i - 1) % len(ecn_cycle)] for i in range(1, total + 1)}
     frames = [bytes(make_frame(i, ecn)) for i, ecn in sent.items()]
     flows = {i: five_tuple(frame) for i, frame in zip(sent, frames)}
-    rx = testbed.port(config.port)
-    rx.drain()
-    enqueued_before = await switch.read_enqueued(config.port)
-
-    records: list[TelemetryRecord] = []
-
-    async def collect() -> None:
-        async for rec in switch.telemetry():
-            if rec.port == config.port and rec.epoch == epoch:
-                records.append(rec)
-                if len(records) == total:
-                    return
-
-    collector = asyncio.create_task(collect())
-    await running(collector)  # the PacketIn subscription is in place
-    await asyncio.to_thread(send_paced, testbed.port(1), frames, steps)
-    frames_out = await asyncio.to_thread(rx.receive, quiet=1.0, limit=60.0, expect=total)
-    try:
-        await asyncio.wait_for(collector, timeout=15.0 if queue_depth == QUEUE_DEPTH else 3.0)
-    except asyncio.TimeoutError:
-        collector.cancel()  # checked below: every packet egress saw must have its record
-    enqueued = await switch.read_enqueued(config.port) - enqueued_before
+    records, frames_out, enqueued = await send_recording(
+        switch, testbed, config.port, epoch, frames, steps,
+        records_within=15.0 if queue_depth == QUEUE_DEPTH else 3.0)
     # A loaded machine's BMv2 loses frames before ingress (its receive ring overflows):
     # outside the program, so the model replays what the switch took in.
     assert 0 < enqueued <= total, f"BMv2 took in {enqueued} of {total} frames"
