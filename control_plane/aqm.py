@@ -75,6 +75,11 @@ class PortProgram:
             raise ValueError(f"a port's seed is a non-zero 32-bit number, not {self.seed}")
 
     @property
+    def prng_seed(self) -> int:
+        """The aqm_config action's seed: the stream's, or 0 for BMv2's random()."""
+        return 0 if self.bmv2_random else self.seed
+
+    @property
     def aqm(self) -> TableAction | None:
         return self.encoded.action if self.encoded else None
 

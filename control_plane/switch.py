@@ -446,9 +446,8 @@ class AqmSwitch:
                 continue
             found = running.get(port)
             args = found.action.args if found is not None else {}
-            if found is not None and found.action.name == program.aqm.name and (
-                    args.get("prng_seed"), args.get("use_bmv2_random")) == (
-                    program.seed, int(program.bmv2_random)):
+            if (found is not None and found.action.name == program.aqm.name
+                    and args.get("prng_seed") == program.prng_seed):
                 epochs[port] = args["epoch_id"]
                 state_kept.append(port)
             else:
@@ -618,8 +617,7 @@ class AqmSwitch:
         every algorithm's action takes."""
         entry = fy.P4TableEntry(dp.AQM_CONFIG, match=fy.Match(port=program.port),
                                 action=fy.Action(program.aqm.name, **program.aqm.params,
-                                                 epoch_id=epoch, prng_seed=program.seed,
-                                                 use_bmv2_random=int(program.bmv2_random)))
+                                                 epoch_id=epoch, prng_seed=program.prng_seed))
         return ~entry if installed else +entry
 
     @staticmethod

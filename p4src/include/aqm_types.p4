@@ -21,18 +21,16 @@ header aqm_record_h {
     bit<2>  ecn_mode;     // ECN_MODE_*
     bit<1>  fresh;        // 1: the packet is the first of the port's epoch (prologue.p4)
     bit<1>  fire;         // 1: the algorithm decided to mark or drop it (verdict.p4)
-    // 1: BMv2's unseedable random() instead of the seeded stream; written only with the
-    // seeded stream (P4AQM_WITH_SEEDED_PRNG), it pads the header to whole bytes in others.
-    bit<2>  bmv2_random;
-    // What a mark sets in region A (MECN: incipient; CE elsewhere). Written only in a
-    // profile with P4AQM_WITH_MECN_LEVELS; in others it pads the header to whole bytes.
-    bit<2>  level_a;
+    // What a mark sets in region A (MECN: incipient; CE elsewhere), an ECN codepoint in
+    // four bits that pad the header to whole bytes. Written only in a profile with
+    // P4AQM_WITH_MECN_LEVELS.
+    bit<4>  level_a;
     bit<32> limit;        // PKTS, drop when the arriving packet finds this many queued
     // Registers cannot be written over P4Runtime, so a port's state is reset by a new
     // epoch number: the first packet that sees it starts from a clean state.
     bit<16> epoch_id;
 #ifdef P4AQM_WITH_SEEDED_PRNG
-    bit<32> seed;         // xorshift32 seed
+    bit<32> seed;         // xorshift32 seed; 0: BMv2's unseedable random() instead
 #endif
     // The record.
     bit<16> epoch;

@@ -46,13 +46,12 @@ header aecn_h {
 // an action writes the port's parameter headers without p4c copying them. The RED
 // parameters are the average group's; AecnGroup changes the ramp for the other groups.
 #define AECN_ACTION \
-    action aecn(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+    action aecn(bit<16> epoch_id, bit<32> prng_seed, bit<32> limit, \
                 frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t robust_minth, \
                 qpkt_t maxth, slope_t slope_robust, slope_t slope_average, \
                 slope_t slope_fragile, usec_t robust_from, usec_t average_from, \
                 usec_t fragile_from, bit<8> rtt_source, bit<8> wait) { \
-        aqm_common(RED_ID, ECN_MODE_MARK, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(RED_ID, ECN_MODE_MARK, ECN_CE, limit, epoch_id, prng_seed); \
         RED_RAMP(wq, idle_shift, minth, maxth, maxth, slope_average, 0, 0, wait) \
         meta.aqm.aecn.setValid(); \
         meta.aqm.aecn.debt_floor = robust_minth < minth ? robust_minth : minth; \

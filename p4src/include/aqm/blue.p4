@@ -27,11 +27,10 @@ header blue_h {
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
 #define BLUE_ACTION \
-    action blue(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+    action blue(bit<16> epoch_id, bit<32> prng_seed, bit<32> limit, \
                 bit<2> ecn_mode, frac32_t d1, frac32_t d2, usec_t freeze_time, \
                 bit<32> threshold) { \
-        aqm_common(BLUE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(BLUE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed); \
         meta.aqm.blue.setValid(); \
         meta.aqm.blue.d1 = d1; \
         meta.aqm.blue.d2 = d2; \

@@ -37,11 +37,10 @@ header codel_h {
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
 #define CODEL_ACTION \
-    action codel(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+    action codel(bit<16> epoch_id, bit<32> prng_seed, bit<32> limit, \
                  bit<2> ecn_mode, usec_t target, usec_t interval, usec_t reentry, \
                  bit<32> min_backlog) { \
-        aqm_common(CODEL_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(CODEL_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed); \
         meta.aqm.codel.setValid(); \
         SET_PARAM(meta.aqm.codel, target, target) \
         SET_PARAM(meta.aqm.codel, interval, interval) \

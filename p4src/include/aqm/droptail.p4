@@ -8,10 +8,9 @@
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4).
 #define DROPTAIL_ACTION \
-    action droptail(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+    action droptail(bit<16> epoch_id, bit<32> prng_seed, \
                     bit<32> limit) { \
-        aqm_common(NO_CONTROL_ID, ECN_MODE_DROP, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(NO_CONTROL_ID, ECN_MODE_DROP, ECN_CE, limit, epoch_id, prng_seed); \
     }
 
 #endif

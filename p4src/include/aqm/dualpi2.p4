@@ -15,12 +15,11 @@ const bit<32> DUALPI2_CHARGE_EXPORT_SESSIONS = 1024;
 
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4).
 #define DUALPI2_ACTION \
-    action dualpi2(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+    action dualpi2(bit<16> epoch_id, bit<32> prng_seed, \
                    bit<32> limit, bit<2> ecn_mode, pgain_t alpha, pgain_t beta, \
                    p48_t alpha_target, usec_t tupdate, bit<32> inv_tupdate, bit<8> k, \
                    usec_t step_thresh, bit<32> step_qlen, bit<8> dual) { \
-        aqm_common(PI2_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(PI2_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed); \
         PI2_CORE(alpha, beta, alpha_target, tupdate, inv_tupdate, k) \
         meta.aqm.pi2.dual = dual; \
         meta.aqm.pi2.step_thresh = step_thresh; \

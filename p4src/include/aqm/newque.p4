@@ -44,12 +44,11 @@ header newque_h {
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
 #define NEWQUE_ACTION \
-    action newque(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+    action newque(bit<16> epoch_id, bit<32> prng_seed, \
                   bit<32> limit, bit<2> ecn_mode, frac32_t alpha, frac32_t beta, \
                   usec_t min_interval, rate_t capacity, bit<8> rate_shift, \
                   usec_t sojourn_mask) { \
-        aqm_common(NEWQUE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(NEWQUE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed); \
         meta.aqm.newque.setValid(); \
         meta.aqm.newque.alpha = alpha; \
         meta.aqm.newque.beta = beta; \

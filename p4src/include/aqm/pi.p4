@@ -32,11 +32,10 @@ header pi_h {
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
 #define PI_ACTION \
-    action pi(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+    action pi(bit<16> epoch_id, bit<32> prng_seed, bit<32> limit, \
               bit<2> ecn_mode, gain48_t a, gain48_t b, p48_t a_qref, p48_t b_qref, \
               p48_t idle_step, usec_t interval, bit<32> inv_interval) { \
-        aqm_common(PI_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(PI_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed); \
         meta.aqm.pi.setValid(); \
         meta.aqm.pi.a = a; \
         meta.aqm.pi.b = b; \

@@ -65,11 +65,10 @@ header pi2_h {
     SET_PARAM(meta.aqm.pi2, inv_tupdate, INV_TUPDATE) \
     SET_PARAM(meta.aqm.pi2, k, K)
 #define PI2_ACTION \
-    action pi2(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+    action pi2(bit<16> epoch_id, bit<32> prng_seed, bit<32> limit, \
                bit<2> ecn_mode, pgain_t alpha, pgain_t beta, p48_t alpha_target, \
                usec_t tupdate, bit<32> inv_tupdate, bit<8> k) { \
-        aqm_common(PI2_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(PI2_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed); \
         PI2_CORE(alpha, beta, alpha_target, tupdate, inv_tupdate, k) \
         PI2_NO_STEP_ACTION \
     }

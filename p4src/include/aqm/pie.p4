@@ -56,13 +56,12 @@ header pie_h {
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
 #define PIE_ACTION \
-    action pie(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+    action pie(bit<16> epoch_id, bit<32> prng_seed, bit<32> limit, \
                bit<2> ecn_mode, pgain_t alpha, pgain_t beta, p48_t alpha_target, \
                usec_t half_target, usec_t tupdate, bit<32> inv_tupdate, usec_t max_burst, \
                p48_t mark_ecnth, frac32_t decay, p48_t cap, bit<32> min_backlog, \
                bit<8> derandomize) { \
-        aqm_common(PIE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(PIE_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed); \
         meta.aqm.pie.setValid(); \
         SET_PARAM(meta.aqm.pie, alpha, alpha) \
         SET_PARAM(meta.aqm.pie, beta, beta) \

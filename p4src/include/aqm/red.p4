@@ -60,10 +60,10 @@ header red_h {
     meta.aqm.red.ramp = (qpkt_t)(MAXTH) ++ (qpkt_t)(HARDTH) ++ (slope_t)(SLOPE) \
                         ++ (frac32_t)(MAXP) ++ (slope_t)(GENTLE_SLOPE) ++ (bit<8>)(WAIT);
 #define RED_FAMILY_ACTION(name, mode) \
-    action name(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, \
+    action name(bit<16> epoch_id, bit<32> prng_seed, \
             bit<32> limit, frac32_t wq, bit<8> idle_shift, qpkt_t minth, qpkt_t maxth, \
             qpkt_t hardth, slope_t slope, frac32_t maxp, slope_t gentle_slope, bit<8> wait) { \
-        aqm_common(RED_ID, mode, ECN_CE, limit, epoch_id, prng_seed, use_bmv2_random); \
+        aqm_common(RED_ID, mode, ECN_CE, limit, epoch_id, prng_seed); \
         RED_RAMP(wq, idle_shift, minth, maxth, hardth, slope, maxp, gentle_slope, wait) \
     }
 #define RED_ACTION RED_FAMILY_ACTION(red, ECN_MODE_DROP)

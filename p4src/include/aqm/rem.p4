@@ -39,11 +39,10 @@ header rem_h {
 // The aqm_config action, expanded inside AqmDispatch (aqm_dispatch.p4): declared there,
 // an action writes the port's parameter headers without p4c copying them.
 #define REM_ACTION \
-    action rem(bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random, bit<32> limit, \
+    action rem(bit<16> epoch_id, bit<32> prng_seed, bit<32> limit, \
                bit<2> ecn_mode, price_t gamma_alpha, price_t gamma, price_t down, \
                usec_t interval, bit<32> inv_interval, bit<8> in_shift, bit<8> mark_shift) { \
-        aqm_common(REM_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed, \
-                   use_bmv2_random); \
+        aqm_common(REM_ID, ecn_mode, ECN_CE, limit, epoch_id, prng_seed); \
         meta.aqm.rem.setValid(); \
         meta.aqm.rem.gamma_alpha = gamma_alpha; \
         meta.aqm.rem.gamma = gamma; \

@@ -57,9 +57,10 @@ control AqmDispatch(inout headers_t hdr,
     // The part of every algorithm's aqm_config action that is the same for all: in the
     // table's action rather than after it, where p4c would make a table of its own for it
     // that every packet applies. level_a: what a mark sets in region A (MECN's incipient
-    // level; CE for the other algorithms).
+    // level; CE for the other algorithms). prng_seed: the seeded stream's, or 0 for BMv2's
+    // random() (prologue.p4).
     action aqm_common(bit<8> algorithm, bit<2> ecn_mode, bit<2> level_a, bit<32> limit,
-                      bit<16> epoch_id, bit<32> prng_seed, bit<1> use_bmv2_random) {
+                      bit<16> epoch_id, bit<32> prng_seed) {
         seen.count(std_meta.egress_port);
         meta.rec.setValid();
 #ifndef P4AQM_ONE_CONTROL
@@ -70,10 +71,9 @@ control AqmDispatch(inout headers_t hdr,
         meta.rec.epoch_id = epoch_id;
 #ifdef P4AQM_WITH_SEEDED_PRNG
         meta.rec.seed = prng_seed;
-        meta.rec.bmv2_random = (bit<2>)use_bmv2_random;
 #endif
 #ifdef P4AQM_WITH_MECN_LEVELS
-        meta.rec.level_a = level_a;
+        meta.rec.level_a = (bit<4>)level_a;
 #endif
     }
 

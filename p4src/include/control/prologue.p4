@@ -15,12 +15,12 @@
 // The draw is one uniform FRAC32 per packet, in a profile with an algorithm that draws
 // (P4AQM_WITH_DRAWS). The default is a per-port xorshift32 stream (Marsaglia 2003) seeded
 // by the controller, so runs are reproducible and the golden model can follow the switch
-// draw by draw; BMv2's random() is the unseedable alternative, and the only one in a
-// profile without the seeded stream (P4AQM_WITH_SEEDED_PRNG). load() steps the stream on
-// every packet, whichever source the port draws from; the epoch's first packet restarts
-// it at xorshift32(seed) (a seed is never 0, where xorshift32 stays: control_plane/aqm.py's
-// port_seed). A port that changes seed or source starts a new epoch
-// (control_plane/switch.py).
+// draw by draw; BMv2's random() is the unseedable alternative, chosen by the seed 0 (where
+// xorshift32 stays, so a seed of the stream is never 0: control_plane/aqm.py's port_seed),
+// and the only one in a profile without the seeded stream (P4AQM_WITH_SEEDED_PRNG). load()
+// steps the stream on every packet, whichever source the port draws from; the epoch's
+// first packet restarts it at xorshift32(seed). A port that changes seed or source starts
+// a new epoch (control_plane/switch.py).
 #ifdef P4AQM_WITH_SEEDED_PRNG
 #define XORSHIFT32(x) \
     x = x ^ (x << 13); \
@@ -81,7 +81,7 @@ control Prologue(in port_t index,
             save_epoch();
         }
 #if defined(P4AQM_WITH_DRAWS) && defined(P4AQM_WITH_SEEDED_PRNG)
-        if (rec.bmv2_random == 1) {
+        if (rec.seed == 0) {
             random(rec.rnd, 0, FRAC32_ONE);
         }
 #elif defined(P4AQM_WITH_DRAWS)

@@ -46,7 +46,7 @@ control OutcomeCounters(inout bit<32> group_index,
         if (rec.outcome == OUTCOME_MARK) {
             group_marks.count(group_index);
 #ifdef P4AQM_WITH_MECN_LEVELS
-            if (rec.region == REGION_A && rec.level_a != ECN_CE) {
+            if (rec.region == REGION_A && rec.level_a != (bit<4>)ECN_CE) {
                 marks_incipient.count(std_meta.egress_port);
             } else
 #endif
@@ -100,9 +100,9 @@ control Verdict(inout local_metadata_t meta,
 
             if (meta.rec.outcome == OUTCOME_MARK) {
 #ifdef P4AQM_WITH_MECN_LEVELS
-                if (meta.rec.region == REGION_A && meta.rec.level_a != ECN_CE) {
+                if (meta.rec.region == REGION_A && meta.rec.level_a != (bit<4>)ECN_CE) {
                     if (meta.rec.ecn_in == (bit<8>)ECN_ECT0) {
-                        hdr.ipv4.ecn = meta.rec.level_a;
+                        hdr.ipv4.ecn = (bit<2>)meta.rec.level_a;
                     }
                 } else
 #endif
