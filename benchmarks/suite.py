@@ -17,10 +17,11 @@ from benchmarks import dataplane, instructions, phase, profile
 from benchmarks.dataplane import Case, compile_apart
 from benchmarks.report import GOAL, console
 from control_plane.algorithms import ALGORITHMS
-from control_plane.algorithms.base import Aqm, ConfigError, Link
+from control_plane.algorithms.base import Aqm, ConfigError
 from control_plane.aqm import PORT_FIELDS, PortConfig, change
 from control_plane.profiles import ALL, CONSTANTS, LEAN, NO_AQM, OPTIONAL_PARTS, Profile
 from control_plane.program import Artifacts
+from control_plane.switch import aqm_action
 from tooling import toolchain
 from tooling.build import REPO, takes_profiles
 
@@ -283,15 +284,17 @@ def head_to_head(counted: dict[str, dict], peers: dict[str, Peer],
 
 def runs_on(case: Case, program: Artifacts) -> bool:
     """Does the compiled program take the case's aqm_config action as this tree writes it
-    (an older revision may predate the algorithm, or a parameter of it)?"""
+    (an older revision may predate the algorithm or a parameter of it, or take one this
+    tree no longer writes)?"""
     if case.aqm is None:
         return True
-    action = case.aqm.encode(Link(dataplane.LINK_PPS)).action
+    action = aqm_action(PortConfig(port=2, aqm=case.aqm, link_pps=dataplane.LINK_PPS).encode(),
+                        epoch=1)
     try:
-        known = {param.name for param in fy.P4Schema(program.p4info_txt).actions[action.name].params}
+        taken = {param.name for param in fy.P4Schema(program.p4info_txt).actions[action.name].params}
     except (KeyError, ValueError):
         return False
-    return set(action.params) <= known
+    return set(action.args) == taken
 
 
 def revision_source(revision: str, folder: Path, profiles: list[str]) -> Path:

@@ -162,6 +162,13 @@ class DeviceIdMismatch(RuntimeError):
         self.theirs = theirs
 
 
+def aqm_action(program: PortProgram, epoch: int) -> fy.Action:
+    """The action of a port's aqm_config entry: the algorithm's parameters, and the epoch
+    and seed every algorithm's action takes."""
+    return fy.Action(program.aqm.name, **program.aqm.params, epoch_id=epoch,
+                     prng_seed=program.prng_seed)
+
+
 @dataclass
 class AqmSwitch:
     """A P4Runtime session with one p4aqm switch.
@@ -613,11 +620,9 @@ class AqmSwitch:
 
     @staticmethod
     def _aqm_update(program: PortProgram, epoch: int, installed: bool) -> fy.P4TableEntry:
-        """The port's aqm_config entry: the algorithm's parameters, and the epoch and seed
-        every algorithm's action takes."""
+        """The port's aqm_config entry."""
         entry = fy.P4TableEntry(dp.AQM_CONFIG, match=fy.Match(port=program.port),
-                                action=fy.Action(program.aqm.name, **program.aqm.params,
-                                                 epoch_id=epoch, prng_seed=program.prng_seed))
+                                action=aqm_action(program, epoch))
         return ~entry if installed else +entry
 
     @staticmethod
