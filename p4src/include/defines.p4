@@ -33,19 +33,20 @@
 // values are one header of its own, both made valid by the aqm_config action, a profile's
 // record has only the fields its algorithms write (profile.p4), and metadata holds only
 // what crosses from ingress to egress. Packing parameters into one wide field saves a
-// field's zeroing and load but p4c masks every part of a `++`, so only a group read off
-// the common path is packed (red.p4). p4c gives a register or counter call a temporary for
+// field's zeroing and load but p4c masks every part of a `++`, so only a group read off the
+// common path is packed (red.p4). p4c gives a register or counter call a temporary for
 // every index that is not a metadata field or an action's parameter, and for every value
 // that is an expression; its copy propagation turns a field just assigned an expression in
 // the same action back into that expression. Values for those calls are therefore computed
 // in another action than the call's (a table's, or one called directly), from where p4c
 // does not propagate them. There are no helper functions (each call site costs
 // temporaries). Straight-line code goes into actions where it can (p4c makes a table of
-// every stretch of it between `if`s), but never an `if`: p4c predicates an `if` inside an
-// action into conditional expressions, which cost more in BMv2 without logging (RED +10 %
-// measured) than the tables and conditions they save. A header passed whole to a primitive
-// (setValid, setInvalid) makes BMv2 keep every field of it as a number: a packet header
-// made invalid anywhere costs every packet's parser about 90 instructions a field.
+// every stretch of it between `if`s, and of every action called directly, so statements
+// that follow such a call are a table more), but never an `if`: p4c predicates an `if`
+// inside an action into conditional expressions, which cost more in BMv2 without logging
+// (RED +10 % measured) than the tables and conditions they save. A header passed whole to a
+// primitive (setValid, setInvalid) makes BMv2 keep every field of it as a number: a packet
+// header made invalid anywhere costs every packet's parser about 90 instructions a field.
 
 typedef bit<9>  port_t;
 typedef bit<48> mac_t;
