@@ -219,8 +219,13 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Path) -
     if shutil.which("valgrind") and shutil.which("callgrind_control"):
         doc["instructions"] = count_instructions(quick, artifacts, work / "callgrind")
         if base:
-            known = [case for case in quick if case.program in ("trivial", "p4aqm")
-                     and (case.program == "trivial" or runs_on(case, base[case.build]))]
+            ours = [case for case in quick if case.program in ("trivial", "p4aqm")]
+            known = [case for case in ours
+                     if case.program == "trivial" or runs_on(case, base[case.build])]
+            if len(known) < len(ours):
+                console.print(f"[yellow]--compare {args.compare}: not counted there (its "
+                              "aqm_config action takes other parameters, or has another "
+                              "name): " + ", ".join(c.name for c in ours if c not in known))
             doc["compare"] = {"revision": args.compare, "instructions": count_instructions(
                 known, {**artifacts, **base}, work / "callgrind-base")}
         doc["head_to_head"] = head_to_head(doc["instructions"], peers, timed)

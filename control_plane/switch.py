@@ -358,8 +358,7 @@ class AqmSwitch:
             await self._update_tracking()
             return program
         self._check_capacity({**self._installed, config.port: program})
-        new_epoch = reset or old is None or (old.seed, old.bmv2_random) != (
-            program.seed, program.bmv2_random)
+        new_epoch = reset or old is None or old.prng_seed != program.prng_seed
         epoch = self._epochs.get(config.port)
         if new_epoch:
             epoch = self._next_epoch(epoch)
@@ -430,7 +429,8 @@ class AqmSwitch:
         differs from what it holds (read back): missing entries are added, different ones
         changed, any other removed. A port keeps its aqm_config epoch, and with it the AQM
         state in its registers, where the switch runs the same algorithm with the same
-        seed; elsewhere a new epoch starts the state from zero. Counters are never
+        seed (the entry's: 0 for BMv2's random()); elsewhere a new epoch starts the state
+        from zero. Counters are never
         written. Everything is validated before anything is written. on_ready's work
         (under the caller's lock)."""
         programs = {config.port: self._program(config) for config in configs}

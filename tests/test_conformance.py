@@ -1,6 +1,6 @@
 """What every algorithm's conformance rests on, on the real switch: seeded runs repeat
-exactly, the arrival numbers ingress stamps reach egress, and the packet numbers count
-only while the port exports. Each algorithm's own
+exactly, a new seed or source starts a new epoch, the arrival numbers ingress stamps reach
+egress, and the packet numbers count only while the port exports. Each algorithm's own
 conformance tests are in tests/algorithms/. And the statistical check the unseeded runs
 share, on draws whose answer is known."""
 
@@ -59,6 +59,20 @@ async def test_packet_numbers_count_only_while_telemetry_is_on(switch, testbed):
     # Every packet BMv2 took in has its record, numbered from 1 in this epoch.
     assert 0 < taken == len(records)
     assert sorted(r.pkt_seq for r in records) == list(range(1, taken + 1))
+
+
+@pytest.mark.p4
+@pytest.mark.root
+async def test_a_new_epoch_where_the_seed_drawn_from_or_the_source_changes(switch, testbed):
+    """The entry's seed (0 for BMv2's random()) decides: another seed or source starts the
+    port's state afresh; another seed on random() changes nothing the port draws."""
+    config = PortConfig(port=PORT, aqm=RedEcn(**RED_ARGS), link_pps=RATE_PPS, seed=7)
+    epochs = []
+    for changed in ({}, {"seed": 7}, {"seed": 8}, {"bmv2_random": True},
+                    {"bmv2_random": True, "seed": 9}, {"seed": 9}):
+        await switch.configure_port(replace(config, **changed), reset=False)
+        epochs.append(switch.epoch(PORT))
+    assert [b != a for a, b in zip(epochs, epochs[1:])] == [False, True, True, False, True]
 
 
 @pytest.mark.parametrize("seed", range(5))

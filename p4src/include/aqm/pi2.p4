@@ -130,7 +130,7 @@ control Pi2Signal(in standard_metadata_t std_meta,
                   inout aqm_record_h rec) {
     apply {
         // p' for the record, p_C as the packet's probability (both FRAC32; an L4S packet's
-        // is set below) and p_CL. p' <= 1.0, and only p' = 1.0 takes p' and p_C past
+        // below overload is set below) and p_CL. p' <= 1.0, and only p' = 1.0 takes p' and p_C past
         // FRAC32's range: one saturation for both (one condition, defines.p4).
         rec.PI2_BASE_PROB = (frac32_t)(v.prob >> 16);
         rec.prob = (frac32_t)(((bit<128>)v.prob * (bit<128>)v.prob) >> 64);

@@ -19,8 +19,8 @@
 // xorshift32 stays, so a seed of the stream is never 0: control_plane/aqm.py's port_seed),
 // and the only one in a profile without the seeded stream (P4AQM_WITH_SEEDED_PRNG). load()
 // steps the stream on every packet, whichever source the port draws from; the epoch's
-// first packet restarts it at xorshift32(seed). A port that changes seed or source starts
-// a new epoch (control_plane/switch.py).
+// first packet restarts it at xorshift32(seed). A port that changes the seed it draws from
+// or its source starts a new epoch (control_plane/switch.py).
 #ifdef P4AQM_WITH_SEEDED_PRNG
 #define XORSHIFT32(x) \
     x = x ^ (x << 13); \
