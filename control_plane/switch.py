@@ -430,9 +430,8 @@ class AqmSwitch:
         changed, any other removed. A port keeps its aqm_config epoch, and with it the AQM
         state in its registers, where the switch runs the same algorithm with the same
         seed (the entry's: 0 for BMv2's random()); elsewhere a new epoch starts the state
-        from zero. Counters are never
-        written. Everything is validated before anything is written. on_ready's work
-        (under the caller's lock)."""
+        from zero. Counters are never written. Everything is validated before anything is
+        written. on_ready's work (under the caller's lock)."""
         programs = {config.port: self._program(config) for config in configs}
         self._check_capacity(programs)
         routes = list(routes)
